@@ -1,0 +1,30 @@
+"""/v2: the version document and the route table of the v2 API."""
+
+import pecan
+from pecan import rest
+
+from cyborg_like.api import hooks
+from cyborg_like.api import microversion
+from cyborg_like.api.controllers.v2 import deployables
+from cyborg_like.api.controllers.v2 import devices
+
+
+def version_document():
+    return {
+        'id': 'v2.0',
+        'status': 'CURRENT',
+        'min_version': str(microversion.MIN_VERSION),
+        'max_version': str(microversion.MAX_VERSION),
+        'links': [{'href': hooks.public_url(pecan.request) + '/v2/',
+                   'rel': 'self'}],
+    }
+
+
+class V2Controller(rest.RestController):
+    # Every route of the v2 API, in one place.
+    devices = devices.DevicesController()
+    deployables = deployables.DeployablesController()
+
+    @pecan.expose('json')
+    def get(self):
+        return version_document()

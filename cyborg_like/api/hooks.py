@@ -1,0 +1,64 @@
+"""Pecan hooks: context, conductor client, microversion, error format."""
+
+from pecan import hooks
+
+from cyborg_like.api import errors
+from cyborg_like.api import microversion
+from cyborg_like.common import context
+
+
+class ContextHook(hooks.PecanHook):
+    """Builds the request context from what auth put in the headers."""
+
+    def __init__(self, auth_strategy):
+        self.noauth = auth_strategy == 'noauth'
+
+    def before(self, state):
+        ctx = context.RequestContext.from_environ(state.request.environ)
+        if self.noauth and not ctx.roles:
+            # No authentication: the caller is whoever it says, as admin.
+            ctx.roles = ['admin']
+            ctx.is_admin = True
+        state.request.context = ctx
+
+
+class ServiceHook(hooks.PecanHook):
+    """Hands every handler the RPC client to the conductor and [api] conf."""
+
+    def __init__(self, conductor_api, api_conf):
+        self.conductor_api = conductor_api
+        self.api_conf = api_conf
+
+    def on_route(self, state):
+        state.request.conductor_api = self.conductor_api
+        state.request.api_conf = self.api_conf
+
+
+class MicroversionHook(hooks.PecanHook):
+    """Negotiates the microversion of every request below /v2."""
+
+    def on_route(self, state):
+        path = state.request.path_info.rstrip('/')
+        if path != '/v2' and not path.startswith('/v2/'):
+            return
+        state.request.version = microversion.requested(state.request.headers)
+
+    def after(self, state):
+        version = getattr(state.request, 'version', None)
+        if version is not None:
+            state.response.headers.update(microversion.range_headers())
+            state.response.headers[microversion.HEADER] = '%s %s' % (
+                microversion.SERVICE_TYPE, version)
+
+
+class ErrorHook(hooks.PecanHook):
+    """Turns whatever a request raised into the one JSON error body."""
+
+    def on_error(self, state, error):
+        return errors.from_exception(error)
+
+
+def public_url(request):
+    """Base URL for links: configured, or where the request came in."""
+    return (request.api_conf.public_endpoint or request.application_url
+            ).rstrip('/')

@@ -1,0 +1,34 @@
+"""The API's built-in HTTP server (cheroot, threaded)."""
+
+import threading
+
+from cheroot import wsgi
+from oslo_log import log as logging
+
+LOG = logging.getLogger(__name__)
+
+
+class APIServer:
+    def __init__(self, application, host, port, threads):
+        self._server = wsgi.Server((host, port), application,
+                                   numthreads=threads,
+                                   server_name='cyborg-like-api')
+        self._thread = None
+
+    @property
+    def port(self):
+        """The bound port (useful when asked to listen on port 0)."""
+        return self._server.bind_addr[1]
+
+    def start(self):
+        self._server.prepare()          # binds now, so errors surface here
+        self._thread = threading.Thread(target=self._server.serve,
+                                        name='api-server', daemon=True)
+        self._thread.start()
+        host, port = self._server.bind_addr[:2]
+        LOG.info('API listening on http://%s:%s', host, port)
+
+    def stop(self):
+        self._server.stop()
+        if self._thread is not None:
+            self._thread.join(timeout=10)

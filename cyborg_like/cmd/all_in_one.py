@@ -1,0 +1,42 @@
+"""cyborg-like-all-in-one: API, conductor and agent in one process.
+
+With no config file it needs nothing else: SQLite in [DEFAULT] state_path,
+in-process messaging, no authentication, http://127.0.0.1:6666.
+"""
+
+import os
+import sys
+
+from cyborg_like.cmd import common
+from cyborg_like.common import service
+
+EMBEDDED_DEFAULTS = (
+    (None, 'transport_url', 'fake:/'),
+    ('api', 'auth_strategy', 'noauth'),
+)
+
+
+def _prepare_database(conf):
+    from cyborg_like.db import migration
+    if not conf.database.connection:
+        os.makedirs(conf.state_path, exist_ok=True)
+        conf.set_default('connection', 'sqlite:///%s' % os.path.join(
+            conf.state_path, 'cyborg_like.sqlite'), group='database')
+    migration.upgrade()
+
+
+def build_services(conf):
+    from cyborg_like.agent import service as agent_service
+    from cyborg_like.api import app
+    from cyborg_like.api import server
+    from cyborg_like.conductor import service as conductor_service
+    _prepare_database(conf)
+    return [conductor_service.ConductorService(),
+            agent_service.AgentService(),
+            server.APIServer(app.setup_app(conf), conf.api.host_ip,
+                             conf.api.port, conf.api.threads)]
+
+
+def main():
+    conf = common.prepare(sys.argv[1:], defaults=EMBEDDED_DEFAULTS)
+    service.run(build_services(conf))

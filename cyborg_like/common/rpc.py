@@ -1,0 +1,54 @@
+"""RPC plumbing: one transport per process, context-carrying serializer.
+
+``init`` is called once by each console script. With ``transport_url =
+fake://`` every RPC server and client of the process share one in-memory
+transport, which is how the all-in-one runs without a broker.
+"""
+
+import oslo_messaging as messaging
+
+from cyborg_like.common import context as ctx
+from cyborg_like.common import exception
+
+TRANSPORT = None
+
+ALLOWED_EXMODS = [exception.__name__]
+
+
+class RequestContextSerializer(messaging.NoOpSerializer):
+    """Sends the request context with every message; payloads are JSON."""
+
+    def serialize_context(self, context):
+        return context.to_dict()
+
+    def deserialize_context(self, context):
+        return ctx.RequestContext.from_dict(context)
+
+
+def init(conf):
+    global TRANSPORT
+    if TRANSPORT is None:
+        TRANSPORT = messaging.get_rpc_transport(
+            conf, allowed_remote_exmods=ALLOWED_EXMODS)
+    return TRANSPORT
+
+
+def cleanup():
+    global TRANSPORT
+    if TRANSPORT is not None:
+        TRANSPORT.cleanup()
+        TRANSPORT = None
+
+
+def get_client(target, version_cap=None):
+    assert TRANSPORT is not None, 'rpc.init() was not called'
+    return messaging.get_rpc_client(
+        TRANSPORT, target, version_cap=version_cap,
+        serializer=RequestContextSerializer())
+
+
+def get_server(target, endpoints):
+    assert TRANSPORT is not None, 'rpc.init() was not called'
+    return messaging.get_rpc_server(
+        TRANSPORT, target, endpoints, executor='threading',
+        serializer=RequestContextSerializer())

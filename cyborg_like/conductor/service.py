@@ -1,0 +1,29 @@
+"""The conductor process: an RPC server on the conductor topic."""
+
+import oslo_messaging as messaging
+from oslo_log import log as logging
+
+from cyborg_like.common import rpc
+from cyborg_like.conductor import manager
+from cyborg_like.conductor import rpcapi
+from cyborg_like.conf import CONF
+
+LOG = logging.getLogger(__name__)
+
+
+class ConductorService:
+    def __init__(self, host=None):
+        self.host = host or CONF.host
+        self.manager = manager.ConductorManager()
+        target = messaging.Target(topic=rpcapi.TOPIC, server=self.host)
+        self._server = rpc.get_server(target, [self.manager])
+
+    def start(self):
+        self._server.start()
+        LOG.info('Conductor on %s listening on topic %s', self.host,
+                 rpcapi.TOPIC)
+
+    def stop(self):
+        self._server.stop()
+        self._server.wait()
+        LOG.info('Conductor on %s stopped', self.host)

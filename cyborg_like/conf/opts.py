@@ -1,0 +1,23 @@
+"""Entry point for oslo-config-generator (namespace ``cyborg_like``).
+
+The libraries' own options (oslo.messaging, oslo.db, oslo.log,
+keystonemiddleware) come from their namespaces; see
+etc/cyborg_like/cyborg_like-config-generator.conf.
+"""
+
+from cyborg_like.conf import agent
+from cyborg_like.conf import api
+from cyborg_like.conf import conductor
+from cyborg_like.conf import default
+from cyborg_like.conf import fake_driver
+from cyborg_like.conf import upgrade_levels
+
+MODULES = (default, api, conductor, agent, fake_driver, upgrade_levels)
+
+
+def list_opts():
+    merged = {}
+    for module in MODULES:
+        for group, opts in module.list_opts().items():
+            merged.setdefault(group, []).extend(opts)
+    return sorted(merged.items())

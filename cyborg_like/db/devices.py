@@ -1,0 +1,45 @@
+"""Devices: list and show."""
+
+import sqlalchemy as sa
+
+from cyborg_like.common import exception
+from cyborg_like.common import listing
+from cyborg_like.db import api
+from cyborg_like.db import models
+
+
+def list_devices(filters, limit, marker=None, sort_key='created_at',
+                 sort_dir='asc'):
+    query = sa.select(models.Device)
+    for name in listing.DEVICE_FILTERS:
+        if filters.get(name) is not None:
+            query = query.where(getattr(models.Device, name) == filters[name])
+    with api.reader() as session:
+        query = api.paginate(session, query, models.Device, limit, marker,
+                             sort_key, sort_dir)
+        return [to_dict(device) for device in session.scalars(query)]
+
+
+def get_device(uuid):
+    with api.reader() as session:
+        device = session.scalars(sa.select(models.Device).where(
+            models.Device.uuid == uuid)).first()
+        if device is None:
+            raise exception.DeviceNotFound(uuid=uuid)
+        return to_dict(device)
+
+
+def to_dict(device):
+    return {
+        'id': device.id,
+        'uuid': device.uuid,
+        'type': device.type,
+        'vendor': device.vendor,
+        'model': device.model,
+        'std_board_info': device.std_board_info,
+        'vendor_board_info': device.vendor_board_info,
+        'hostname': device.hostname,
+        'status': device.status,
+        'created_at': api.isotime(device.created_at),
+        'updated_at': api.isotime(device.updated_at),
+    }

@@ -1,0 +1,64 @@
+"""Hosts running an agent: heartbeats and whether they are up."""
+
+import datetime
+
+from oslo_db import exception as db_exc
+import sqlalchemy as sa
+
+from cyborg_like.db import api
+from cyborg_like.db import models
+
+
+def utcnow():
+    return datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+
+
+def record_heartbeat(hostname, agent_version):
+    """Stamp ``hostname``'s heartbeat; returns its stored inventory hash."""
+    now = utcnow()
+    for _attempt in range(2):
+        try:
+            with api.writer() as session:
+                host = _get_or_add(session, hostname)
+                host.last_heartbeat = now
+                host.agent_version = agent_version
+                return host.inventory_hash
+        except db_exc.DBDuplicateEntry:
+            # Another conductor added the host first; now it exists.
+            continue
+    raise RuntimeError('could not record the heartbeat of %s' % hostname)
+
+
+def set_inventory_hash(session, hostname, inventory_hash):
+    """Within the caller's transaction: the inventory it applied."""
+    _get_or_add(session, hostname).inventory_hash = inventory_hash
+
+
+def list_hosts(down_after):
+    """Every host with ``state`` up or down by its last heartbeat."""
+    cutoff = utcnow() - datetime.timedelta(seconds=down_after)
+    with api.reader() as session:
+        rows = session.scalars(
+            sa.select(models.Host).order_by(models.Host.hostname)).all()
+        return [_to_dict(host, cutoff) for host in rows]
+
+
+def _get_or_add(session, hostname):
+    host = session.scalars(sa.select(models.Host).where(
+        models.Host.hostname == hostname)).first()
+    if host is None:
+        host = models.Host(hostname=hostname)
+        session.add(host)
+        session.flush()
+    return host
+
+
+def _to_dict(host, cutoff):
+    up = host.last_heartbeat is not None and host.last_heartbeat >= cutoff
+    return {
+        'hostname': host.hostname,
+        'state': 'up' if up else 'down',
+        'last_heartbeat': api.isotime(host.last_heartbeat),
+        'agent_version': host.agent_version,
+        'inventory_hash': host.inventory_hash,
+    }

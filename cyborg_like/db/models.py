@@ -1,0 +1,184 @@
+"""SQLAlchemy models: Cyborg's data model plus our hosts.
+
+Only the conductor imports this package. JSON documents (board info, control
+path and attach info, profile groups) are stored as text, as Cyborg does, so
+the schema is the same on SQLite, MariaDB and PostgreSQL.
+"""
+
+import datetime
+
+import sqlalchemy as sa
+from sqlalchemy import orm
+
+
+def _utcnow():
+    return datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+
+
+class Base(orm.DeclarativeBase):
+    pass
+
+
+class TimestampMixin:
+    created_at: orm.Mapped[datetime.datetime] = orm.mapped_column(
+        sa.DateTime, default=_utcnow, nullable=False)
+    updated_at: orm.Mapped[datetime.datetime | None] = orm.mapped_column(
+        sa.DateTime, onupdate=_utcnow)
+
+
+class Host(TimestampMixin, Base):
+    """A compute host running an agent, with its last heartbeat."""
+
+    __tablename__ = 'hosts'
+    id: orm.Mapped[int] = orm.mapped_column(primary_key=True)
+    hostname: orm.Mapped[str] = orm.mapped_column(
+        sa.String(255), unique=True)
+    last_heartbeat: orm.Mapped[datetime.datetime | None] = orm.mapped_column(
+        sa.DateTime)
+    agent_version: orm.Mapped[str | None] = orm.mapped_column(sa.String(64))
+    # sha256 of the inventory last accepted from the agent: a heartbeat
+    # carrying another hash makes the conductor ask for a full report.
+    inventory_hash: orm.Mapped[str | None] = orm.mapped_column(sa.String(64))
+
+
+class Device(TimestampMixin, Base):
+    __tablename__ = 'devices'
+    __table_args__ = (sa.Index('devices_hostname_idx', 'hostname'),)
+    id: orm.Mapped[int] = orm.mapped_column(primary_key=True)
+    uuid: orm.Mapped[str] = orm.mapped_column(sa.String(36), unique=True)
+    type: orm.Mapped[str] = orm.mapped_column(sa.String(30))
+    vendor: orm.Mapped[str] = orm.mapped_column(sa.String(255))
+    model: orm.Mapped[str] = orm.mapped_column(sa.String(255))
+    std_board_info: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
+    vendor_board_info: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
+    hostname: orm.Mapped[str] = orm.mapped_column(sa.String(255))
+    status: orm.Mapped[str] = orm.mapped_column(
+        sa.String(30), default='enabled')
+    generation: orm.Mapped[int] = orm.mapped_column(default=0)
+
+    controlpath_ids: orm.Mapped[list['ControlpathID']] = orm.relationship(
+        back_populates='device', cascade='all, delete-orphan',
+        passive_deletes=True)
+    deployables: orm.Mapped[list['Deployable']] = orm.relationship(
+        back_populates='device', cascade='all, delete-orphan',
+        passive_deletes=True)
+
+
+class ControlpathID(TimestampMixin, Base):
+    """How the host reaches a device (its PF PCI address); its identity."""
+
+    __tablename__ = 'controlpath_ids'
+    id: orm.Mapped[int] = orm.mapped_column(primary_key=True)
+    uuid: orm.Mapped[str] = orm.mapped_column(sa.String(36), unique=True)
+    device_id: orm.Mapped[int] = orm.mapped_column(
+        sa.ForeignKey('devices.id', ondelete='CASCADE'), index=True)
+    cpid_type: orm.Mapped[str] = orm.mapped_column(sa.String(30))
+    cpid_info: orm.Mapped[str] = orm.mapped_column(sa.String(255))
+
+    device: orm.Mapped[Device] = orm.relationship(
+        back_populates='controlpath_ids')
+
+
+class Deployable(TimestampMixin, Base):
+    """A unit that can be handed out: an FPGA region, a GPU, a MIG slice."""
+
+    __tablename__ = 'deployables'
+    __table_args__ = (
+        sa.UniqueConstraint('device_id', 'name',
+                            name='uniq_deployables0device_id0name'),)
+    id: orm.Mapped[int] = orm.mapped_column(primary_key=True)
+    uuid: orm.Mapped[str] = orm.mapped_column(sa.String(36), unique=True)
+    parent_id: orm.Mapped[int | None] = orm.mapped_column(
+        sa.ForeignKey('deployables.id', ondelete='CASCADE'))
+    root_id: orm.Mapped[int | None] = orm.mapped_column(
+        sa.ForeignKey('deployables.id', ondelete='CASCADE'))
+    name: orm.Mapped[str] = orm.mapped_column(sa.String(255))
+    num_accelerators: orm.Mapped[int] = orm.mapped_column(default=1)
+    device_id: orm.Mapped[int] = orm.mapped_column(
+        sa.ForeignKey('devices.id', ondelete='CASCADE'), index=True)
+    driver_name: orm.Mapped[str | None] = orm.mapped_column(sa.String(100))
+    rp_uuid: orm.Mapped[str | None] = orm.mapped_column(sa.String(36))
+    bitstream_id: orm.Mapped[str | None] = orm.mapped_column(sa.String(36))
+    generation: orm.Mapped[int] = orm.mapped_column(default=0)
+
+    device: orm.Mapped[Device] = orm.relationship(back_populates='deployables')
+    attributes: orm.Mapped[list['Attribute']] = orm.relationship(
+        back_populates='deployable', cascade='all, delete-orphan',
+        passive_deletes=True, order_by='Attribute.key')
+    attach_handles: orm.Mapped[list['AttachHandle']] = orm.relationship(
+        back_populates='deployable', cascade='all, delete-orphan',
+        passive_deletes=True, order_by='AttachHandle.id')
+
+
+class Attribute(TimestampMixin, Base):
+    """Resource class and traits of a deployable (``rc``, ``trait0``...)."""
+
+    __tablename__ = 'attributes'
+    __table_args__ = (
+        sa.UniqueConstraint('deployable_id', 'key',
+                            name='uniq_attributes0deployable_id0key'),)
+    id: orm.Mapped[int] = orm.mapped_column(primary_key=True)
+    uuid: orm.Mapped[str] = orm.mapped_column(sa.String(36), unique=True)
+    deployable_id: orm.Mapped[int] = orm.mapped_column(
+        sa.ForeignKey('deployables.id', ondelete='CASCADE'))
+    key: orm.Mapped[str] = orm.mapped_column(sa.String(255))
+    value: orm.Mapped[str] = orm.mapped_column(sa.String(255))
+
+    deployable: orm.Mapped[Deployable] = orm.relationship(
+        back_populates='attributes')
+
+
+class AttachHandle(TimestampMixin, Base):
+    """What a workload is given: a PCI function or an mdev."""
+
+    __tablename__ = 'attach_handles'
+    __table_args__ = (
+        sa.UniqueConstraint('deployable_id', 'attach_type', 'attach_info',
+                            name='uniq_attach_handles0deployable0info'),)
+    id: orm.Mapped[int] = orm.mapped_column(primary_key=True)
+    uuid: orm.Mapped[str] = orm.mapped_column(sa.String(36), unique=True)
+    deployable_id: orm.Mapped[int] = orm.mapped_column(
+        sa.ForeignKey('deployables.id', ondelete='CASCADE'))
+    cpid_id: orm.Mapped[int | None] = orm.mapped_column(
+        sa.ForeignKey('controlpath_ids.id', ondelete='CASCADE'))
+    in_use: orm.Mapped[bool] = orm.mapped_column(default=False)
+    attach_type: orm.Mapped[str] = orm.mapped_column(sa.String(30))
+    attach_info: orm.Mapped[str] = orm.mapped_column(sa.String(255))
+
+    deployable: orm.Mapped[Deployable] = orm.relationship(
+        back_populates='attach_handles')
+    controlpath: orm.Mapped[ControlpathID | None] = orm.relationship()
+
+
+class DeviceProfile(TimestampMixin, Base):
+    __tablename__ = 'device_profiles'
+    id: orm.Mapped[int] = orm.mapped_column(primary_key=True)
+    uuid: orm.Mapped[str] = orm.mapped_column(sa.String(36), unique=True)
+    name: orm.Mapped[str] = orm.mapped_column(sa.String(255), unique=True)
+    profile_json: orm.Mapped[str] = orm.mapped_column(sa.Text)
+    description: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
+
+
+class ExtARQ(TimestampMixin, Base):
+    """An accelerator request and how far its binding got."""
+
+    __tablename__ = 'extended_accelerator_requests'
+    __table_args__ = (
+        sa.Index('extarq_instance_uuid_idx', 'instance_uuid'),
+        sa.Index('extarq_project_id_idx', 'project_id'),
+    )
+    id: orm.Mapped[int] = orm.mapped_column(primary_key=True)
+    uuid: orm.Mapped[str] = orm.mapped_column(sa.String(36), unique=True)
+    state: orm.Mapped[str] = orm.mapped_column(sa.String(30))
+    state_reason: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
+    device_profile_id: orm.Mapped[int] = orm.mapped_column(
+        sa.ForeignKey('device_profiles.id'))
+    device_profile_group_id: orm.Mapped[int] = orm.mapped_column()
+    hostname: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
+    device_rp_uuid: orm.Mapped[str | None] = orm.mapped_column(sa.String(36))
+    instance_uuid: orm.Mapped[str | None] = orm.mapped_column(sa.String(36))
+    project_id: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
+    attach_handle_id: orm.Mapped[int | None] = orm.mapped_column(
+        sa.ForeignKey('attach_handles.id', ondelete='SET NULL'))
+    deployable_id: orm.Mapped[int | None] = orm.mapped_column(
+        sa.ForeignKey('deployables.id', ondelete='SET NULL'))

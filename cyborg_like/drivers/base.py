@@ -1,0 +1,62 @@
+"""The interface every accelerator driver implements.
+
+Drivers are loaded by stevedore from the entry-point group
+``cyborg_like.accelerator.driver``; ``[agent] enabled_drivers`` chooses which.
+A driver knows its hardware and nothing else: no RPC, no database. It
+describes what it finds with the dataclasses below, whose ``to_dict`` is the
+wire format of common/inventory.py.
+"""
+
+import abc
+import dataclasses
+
+NAMESPACE = 'cyborg_like.accelerator.driver'
+
+
+@dataclasses.dataclass
+class AttachHandle:
+    attach_type: str            # PCI or MDEV
+    attach_info: dict           # PCI address fields, or the mdev uuid
+
+
+@dataclasses.dataclass
+class Deployable:
+    name: str
+    driver_name: str
+    num_accelerators: int = 1
+    attributes: dict = dataclasses.field(default_factory=dict)
+    attach_handles: list = dataclasses.field(default_factory=list)
+    bitstream_id: str | None = None
+
+
+@dataclasses.dataclass
+class Device:
+    type: str                   # GPU, FPGA, ...
+    vendor: str                 # PCI vendor id, e.g. 0x10de
+    model: str
+    controlpath_id: dict        # {'cpid_type': 'PCI', 'cpid_info': {...}}
+    deployables: list = dataclasses.field(default_factory=list)
+    std_board_info: dict = dataclasses.field(default_factory=dict)
+    vendor_board_info: dict = dataclasses.field(default_factory=dict)
+
+    def to_dict(self):
+        return dataclasses.asdict(self)
+
+
+class AcceleratorDriver(abc.ABC):
+    """Finds the devices of one kind on this host."""
+
+    #: The name of the driver's entry point, recorded on its deployables.
+    name = None
+
+    def __init__(self, conf):
+        self.conf = conf
+
+    @abc.abstractmethod
+    def discover(self):
+        """Return the list of :class:`Device` present now.
+
+        Raise on failure (library missing, tool error): the agent logs it
+        and keeps this driver's last known devices, so a passing fault never
+        makes devices vanish.
+        """
