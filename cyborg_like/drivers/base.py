@@ -60,3 +60,54 @@ class AcceleratorDriver(abc.ABC):
         and keeps this driver's last known devices, so a passing fault never
         makes devices vanish.
         """
+
+
+@dataclasses.dataclass
+class DeviceHealth:
+    """One reading of a device's health and load, sent with heartbeats.
+
+    ``healthy`` False makes the device unavailable for new binds; ``reasons``
+    says why in words an operator can act on.
+    """
+    controlpath_id: dict
+    healthy: bool = True
+    reasons: list = dataclasses.field(default_factory=list)
+    utilization: dict = dataclasses.field(default_factory=dict)
+
+    def to_dict(self):
+        return dataclasses.asdict(self)
+
+
+class Programmable(abc.ABC):
+    """A driver whose deployables can be (re)programmed with a bitstream."""
+
+    @abc.abstractmethod
+    def program(self, controlpath_id, deployable_name, bitstream_path,
+                bitstream_id):
+        """Program region ``deployable_name`` of the device at
+        ``controlpath_id`` with the file at ``bitstream_path``; raise
+        :class:`cyborg_like.common.exception.DriverError` with the tool's
+        message on failure. The next ``discover`` reports ``bitstream_id``
+        on that deployable, read back from the hardware.
+        """
+
+
+class HealthReporting(abc.ABC):
+    """A driver that can tell how its devices are doing."""
+
+    @abc.abstractmethod
+    def health(self):
+        """Return a list of :class:`DeviceHealth`, one per device."""
+
+
+class AttachPreparing(abc.ABC):
+    """A driver that must create something before a handle is given out
+    (an mdev for a vGPU) and remove it afterwards."""
+
+    @abc.abstractmethod
+    def prepare_attach_handle(self, controlpath_id, attach_handle):
+        """Make ``attach_handle`` (type and info) usable; return its info."""
+
+    @abc.abstractmethod
+    def release_attach_handle(self, controlpath_id, attach_handle):
+        """Undo :meth:`prepare_attach_handle`."""
