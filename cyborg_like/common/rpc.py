@@ -49,6 +49,6 @@ def get_client(target, version_cap=None):
 
 def get_server(target, endpoints):
     assert TRANSPORT is not None, 'rpc.init() was not called'
+    # The threading executor is oslo.messaging's default (and its future).
     return messaging.get_rpc_server(
-        TRANSPORT, target, endpoints, executor='threading',
-        serializer=RequestContextSerializer())
+        TRANSPORT, target, endpoints, serializer=RequestContextSerializer())

@@ -1,0 +1,99 @@
+"""Agent -> conductor -> database, in one process over the fake transport."""
+
+import shutil
+
+import sqlalchemy as sa
+import yaml
+
+from cyborg_like.common import context
+from cyborg_like.db import api as db_api
+from cyborg_like.db import models
+from tests.functional import cloud as cloud_module
+
+
+def _inventory_copy(tmp_path):
+    path = tmp_path / 'inventory.yaml'
+    shutil.copy(cloud_module.INVENTORY, path)
+    return path
+
+
+def _rewrite(path, change):
+    document = yaml.safe_load(path.read_text())
+    change(document['devices'])
+    path.write_text(yaml.safe_dump(document))
+
+
+def _by_model(devices):
+    return {d['model']: d for d in devices}
+
+
+def test_changes_reach_the_database_and_keep_uuids(tmp_path):
+    path = _inventory_copy(tmp_path)
+    cloud = cloud_module.Cloud(inventory_file=str(path)).start()
+    try:
+        before = _by_model(cloud.list_devices())
+        assert set(before) == {'PAC N3000', 'A100', 'T4'}
+
+        def change(devices):
+            devices[:] = [d for d in devices if d['model'] != 'T4']
+            devices[0]['deployables'][1]['bitstream_id'] = 'bs-1'
+            devices.append({'type': 'GPU', 'vendor': '0x10de',
+                            'model': 'H100', 'pci_address': '0000:3b:00.0',
+                            'deployables': [{'name': 'gpu0',
+                                             'pci_functions': [
+                                                 '0000:3b:00.0']}]})
+        _rewrite(path, change)
+        assert cloud.services[1].tracker.update_inventory()
+
+        after = _by_model(cloud.list_devices())
+        assert set(after) == {'PAC N3000', 'A100', 'H100'}
+        for model in ('PAC N3000', 'A100'):
+            assert after[model]['uuid'] == before[model]['uuid']
+        regions = cloud.conductor_api.list_deployables(
+            context.get_admin_context(), {'name': 'region1'}, 10, None,
+            'created_at', 'asc')
+        assert [r['bitstream_id'] for r in regions] == ['bs-1']
+    finally:
+        cloud.stop()
+
+
+def test_unchanged_inventory_is_not_sent_again(cloud):
+    tracker = cloud.services[1].tracker
+    assert tracker.update_inventory() is False
+    assert tracker.update_inventory(force=True) is True
+    assert len(cloud.list_devices()) == 3
+
+
+def test_heartbeat_records_the_host(cloud):
+    cloud.services[1].tracker.heartbeat()
+    hosts = cloud.conductor_api.list_hosts(context.get_admin_context())
+    assert [h['hostname'] for h in hosts] == [cloud_module.HOST]
+    assert hosts[0]['state'] == 'up'
+    assert hosts[0]['agent_version'] == '1.0'
+    assert hosts[0]['last_heartbeat'] is not None
+
+
+def test_conductor_asks_for_inventory_it_lost(cloud):
+    # The conductor's copy is gone (say, a database restored from an old
+    # backup); the agent still thinks it reported. A heartbeat repairs it.
+    with db_api.writer() as session:
+        session.execute(sa.delete(models.Device))
+        session.execute(sa.update(models.Host).values(inventory_hash=None))
+    assert cloud.list_devices() == []
+    cloud.services[1].tracker.heartbeat()
+    devices = cloud.wait_for(cloud.list_devices)
+    assert len(devices) == 3
+
+
+def test_in_use_devices_are_kept_when_they_vanish(tmp_path):
+    path = _inventory_copy(tmp_path)
+    cloud = cloud_module.Cloud(inventory_file=str(path)).start()
+    try:
+        with db_api.writer() as session:
+            session.execute(sa.update(models.AttachHandle).values(
+                in_use=True))
+        _rewrite(path, lambda devices: devices.clear())
+        assert cloud.services[1].tracker.update_inventory()
+        assert len(cloud.list_devices()) == 3
+    finally:
+        cloud.stop()
