@@ -1,16 +1,12 @@
 """What every console script does first: config, logging, RPC."""
 
 from oslo_log import log as logging
-from oslo_messaging import opts as messaging_opts
 
 from cyborg_like.common import rpc
 from cyborg_like.conf import CONF
 
 logging.register_options(CONF)
-# Registered now rather than when the transport is made, so that defaults
-# (the all-in-one's transport_url) can be set before the files are read.
-for _group, _opts in messaging_opts.list_opts():
-    CONF.register_opts(_opts, group=_group)
+rpc.register_opts(CONF)
 
 
 def prepare(argv, config_files=None, defaults=None):

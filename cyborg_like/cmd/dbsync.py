@@ -20,6 +20,7 @@ def _version():
 
 
 def _add_parsers(subparsers):
+    subparsers.required = True   # SubCommandOpt has no ``required``
     upgrade = subparsers.add_parser(
         'upgrade', help='Upgrade the schema to a revision (the newest by '
                         'default).')
@@ -32,6 +33,6 @@ def _add_parsers(subparsers):
 
 def main():
     CONF.register_cli_opt(cfg.SubCommandOpt(
-        'command', title='Commands', handler=_add_parsers, required=True))
+        'command', title='Commands', handler=_add_parsers))
     common.prepare(sys.argv[1:])
     CONF.command.func()

@@ -6,6 +6,7 @@ transport, which is how the all-in-one runs without a broker.
 """
 
 import oslo_messaging as messaging
+from oslo_messaging import opts as messaging_opts
 
 from cyborg_like.common import context as ctx
 from cyborg_like.common import exception
@@ -23,6 +24,14 @@ class RequestContextSerializer(messaging.NoOpSerializer):
 
     def deserialize_context(self, context):
         return ctx.RequestContext.from_dict(context)
+
+
+def register_opts(conf):
+    """Register oslo.messaging's options now rather than when the transport
+    is made, so defaults (the all-in-one's transport_url) can be set first.
+    """
+    for group, opts in messaging_opts.list_opts():
+        conf.register_opts(opts, group=group)
 
 
 def init(conf):

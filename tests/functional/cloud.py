@@ -22,18 +22,6 @@ from cyborg_like.db import migration
 HOST = 'compute-1.example.org'
 INVENTORY = os.path.join(os.path.dirname(__file__), 'inventory.yaml')
 
-_parsed = False
-
-
-def _parse_once():
-    global _parsed
-    if not _parsed:
-        from cyborg_like.cmd import common    # registers library options
-        assert common
-        CONF([], project='cyborg_like', default_config_files=[])
-        _parsed = True
-
-
 class Cloud:
     def __init__(self, inventory_file=INVENTORY, **overrides):
         self.inventory_file = inventory_file
@@ -46,7 +34,6 @@ class Cloud:
         self._set.append((name, group))
 
     def start(self):
-        _parse_once()
         self._set = []
         self._tmp = tempfile.TemporaryDirectory(prefix='cyborg_like-')
         self._override('host', HOST)

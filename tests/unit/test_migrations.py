@@ -1,0 +1,26 @@
+"""Migrations from empty give exactly the models' schema (SQLite here;
+MariaDB and PostgreSQL in tests/integration)."""
+
+from alembic import autogenerate
+from alembic import migration as alembic_migration
+import sqlalchemy as sa
+
+from cyborg_like.db import migration
+from cyborg_like.db import models
+
+
+def test_upgrade_from_empty_matches_models(sqlite_db):
+    assert migration.version() is None
+    migration.upgrade()
+    assert migration.version() == '0001'
+    engine = sa.create_engine(sqlite_db)
+    with engine.connect() as connection:
+        context = alembic_migration.MigrationContext.configure(connection)
+        diff = autogenerate.compare_metadata(context, models.Base.metadata)
+    assert diff == []
+
+
+def test_upgrade_is_idempotent(sqlite_db):
+    migration.upgrade()
+    migration.upgrade()
+    assert migration.version() == '0001'

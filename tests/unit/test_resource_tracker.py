@@ -1,0 +1,91 @@
+"""The agent's tracker: drivers that fail, and reporting only changes."""
+
+from cyborg_like.agent import resource_tracker
+from cyborg_like.conf import CONF
+from cyborg_like.drivers import base
+from cyborg_like.drivers import fake
+
+
+class Conductor:
+    """Records the reports a real conductor would receive."""
+
+    def __init__(self):
+        self.reports = []
+        self.heartbeats = []
+
+    def report_inventory(self, ctxt, host, devices, inventory_hash):
+        self.reports.append(devices)
+        return {'added': len(devices)}
+
+    def heartbeat(self, ctxt, host, agent_version, inventory_hash):
+        self.heartbeats.append(inventory_hash)
+
+
+class Flaky(base.AcceleratorDriver):
+    name = 'flaky'
+
+    def __init__(self, conf):
+        super().__init__(conf)
+        self.fail = False
+
+    def discover(self):
+        if self.fail:
+            raise RuntimeError('NVML went away')
+        return [base.Device(
+            type='GPU', vendor='0x10de', model='A2',
+            controlpath_id={'cpid_type': 'PCI', 'cpid_info': {
+                'domain': '0000', 'bus': '01', 'device': '00',
+                'function': '0'}})]
+
+
+def _tracker(drivers):
+    conductor = Conductor()
+    return resource_tracker.ResourceTracker('h1', CONF, conductor,
+                                            drivers=drivers), conductor
+
+
+def test_reports_only_changes():
+    tracker, conductor = _tracker({'fake': fake.FakeDriver(CONF)})
+    assert tracker.update_inventory() is True
+    assert tracker.update_inventory() is False
+    assert tracker.update_inventory(force=True) is True
+    assert len(conductor.reports) == 2
+    tracker.heartbeat()
+    assert conductor.heartbeats == [tracker._reported_hash]
+
+
+def test_failing_driver_keeps_its_devices_and_spares_the_others():
+    flaky = Flaky(CONF)
+    tracker, conductor = _tracker({'fake': fake.FakeDriver(CONF),
+                                   'flaky': flaky})
+    tracker.update_inventory()
+    assert len(conductor.reports[-1]) == 3
+    flaky.fail = True
+    assert tracker.update_inventory() is False    # nothing vanished
+    assert len(tracker.discover()) == 3
+
+
+def test_unreachable_conductor_means_report_again_later():
+    tracker, conductor = _tracker({'fake': fake.FakeDriver(CONF)})
+
+    def down(*args, **kwargs):
+        raise TimeoutError('no conductor')
+    conductor.report_inventory = down
+    try:
+        tracker.update_inventory()
+    except TimeoutError:
+        pass
+    assert tracker._reported_hash is None
+    del conductor.report_inventory
+    assert tracker.update_inventory() is True
+
+
+def test_enabled_drivers_load_through_stevedore():
+    CONF.set_override('enabled_drivers', ['fake', 'no-such-driver'],
+                      group='agent')
+    try:
+        drivers = resource_tracker.load_drivers(CONF)
+    finally:
+        CONF.clear_override('enabled_drivers', group='agent')
+    assert list(drivers) == ['fake']
+    assert isinstance(drivers['fake'], fake.FakeDriver)
