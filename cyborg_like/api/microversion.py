@@ -10,6 +10,7 @@ The range is Cyborg 17's, so clients negotiate with us as with Cyborg:
 
 import functools
 
+import pecan
 import webob.exc
 
 SERVICE_TYPE = 'accelerator'
@@ -82,3 +83,11 @@ def requested(headers):
 def range_headers():
     return {MIN_HEADER: str(MIN_VERSION), MAX_HEADER: str(MAX_VERSION),
             'Vary': HEADER}
+
+
+def require(version):
+    """406 unless the request asked for ``version`` or newer."""
+    if pecan.request.version < version:
+        raise webob.exc.HTTPNotAcceptable(
+            detail='Request not acceptable. The minimal required API '
+                   'version should be %s.' % version)

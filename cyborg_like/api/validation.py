@@ -12,7 +12,8 @@ def validate(schema, document, what='query'):
         return document
     field = '/'.join(str(p) for p in error.absolute_path)
     if error.validator == 'additionalProperties':
-        detail = 'Invalid %s: %s' % (what, error.message)
+        detail = 'Invalid %s%s: %s' % (
+            what, ' at ' + field if field else '', error.message)
     else:
         detail = 'Invalid %s parameter %s: %s' % (
             what, field or '(root)', error.message)
@@ -32,3 +33,13 @@ def list_query_schema(filters, sort_keys):
     })
     return {'type': 'object', 'properties': properties,
             'additionalProperties': False}
+
+
+def body(request, schema):
+    """The request's JSON body, validated against ``schema``."""
+    try:
+        document = request.json_body
+    except ValueError:
+        raise webob.exc.HTTPBadRequest(
+            detail='The request body is not valid JSON.')
+    return validate(schema, document, what='body')

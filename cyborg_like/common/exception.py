@@ -76,3 +76,42 @@ class InvalidInventory(Invalid):
 class DriverError(CyborgLikeException):
     msg_fmt = 'Driver %(driver)s failed: %(reason)s'
     error_code = 'accel.driver.error'
+
+
+class DeviceProfileNotFound(NotFound):
+    msg_fmt = 'Device profile %(name)s could not be found.'
+    error_code = 'accel.device_profile.not_found'
+
+
+class DeviceProfileExists(Conflict):
+    msg_fmt = 'A device profile named %(name)s already exists.'
+    error_code = 'accel.device_profile.exists'
+
+
+class DeviceProfileInUse(Conflict):
+    msg_fmt = ('Device profile %(name)s is used by %(count)d accelerator '
+               'request(s); delete them first.')
+    error_code = 'accel.device_profile.in_use'
+
+
+class ARQNotFound(NotFound):
+    msg_fmt = 'Accelerator request %(uuid)s could not be found.'
+    error_code = 'accel.arq.not_found'
+
+
+class ARQBadState(Conflict):
+    msg_fmt = ('Accelerator request %(uuid)s is in state %(state)s; '
+               'expected one of %(expected)s.')
+    error_code = 'accel.arq.bad_state'
+
+
+class InstanceAlreadyBound(Conflict):
+    msg_fmt = ('Instance %(instance)s already has accelerator requests; '
+               'cannot bind more.')
+    error_code = 'accel.arq.instance_bound'
+
+
+class BindFailed(CyborgLikeException):
+    """Why a binding could not complete; becomes the ARQ's state_reason."""
+    msg_fmt = '%(reason)s'
+    error_code = 'accel.arq.bind_failed'

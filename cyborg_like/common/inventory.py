@@ -17,6 +17,7 @@ identity within the deployable.
 
 import hashlib
 import json
+import uuid
 
 import jsonschema
 
@@ -110,3 +111,14 @@ def pci_address_info(address):
     device, function = rest.split('.')
     return {'domain': domain, 'bus': bus, 'device': device,
             'function': function}
+
+
+# Fixed namespace: the same deployable gets the same resource provider
+# uuid on every conductor, and after any re-report.
+_RP_NAMESPACE = uuid.UUID('2c5b0f5e-8f0e-4a57-9a39-5d1c1a6b3f70')
+
+
+def deployable_rp_uuid(hostname, controlpath_id, deployable_name):
+    """The Placement resource provider uuid of a deployable."""
+    key = '%s|%s|%s' % (hostname, canonical(controlpath_id), deployable_name)
+    return str(uuid.uuid5(_RP_NAMESPACE, key))

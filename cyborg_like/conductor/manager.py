@@ -1,17 +1,31 @@
 """The conductor's RPC endpoint: the one way to the database."""
 
+import futurist
 import oslo_messaging as messaging
 from oslo_log import log as logging
 
 from cyborg_like.agent import rpcapi as agent_rpcapi
+from cyborg_like.common import exception
 from cyborg_like.conductor import rpcapi
 from cyborg_like.conf import CONF
+from cyborg_like.db import arqs
 from cyborg_like.db import deployables
+from cyborg_like.db import device_profiles
 from cyborg_like.db import devices
 from cyborg_like.db import hosts
 from cyborg_like.db import inventory
 
 LOG = logging.getLogger(__name__)
+
+# Roles that see every project's accelerator requests (Nova is "service").
+_ALL_PROJECTS_ROLES = {'admin', 'service'}
+
+
+def project_scope(context):
+    """The project an ARQ query is limited to; None for admin/service."""
+    if context.is_admin or _ALL_PROJECTS_ROLES & set(context.roles or ()):
+        return None
+    return context.project_id
 
 
 class ConductorManager:
@@ -19,7 +33,13 @@ class ConductorManager:
 
     def __init__(self):
         self.agent_api = agent_rpcapi.AgentAPI()
+        self._binders = futurist.ThreadPoolExecutor(
+            max_workers=CONF.conductor.bind_workers)
 
+    def stop(self):
+        self._binders.shutdown(wait=True)
+
+    # Agents.
     def report_inventory(self, context, host, devices, inventory_hash):
         summary = inventory.reconcile(host, devices, inventory_hash)
         LOG.info('Inventory of host %(host)s applied: %(summary)s',
@@ -35,6 +55,10 @@ class ConductorManager:
                      host)
             self.agent_api.resync_inventory(context, host)
 
+    def list_hosts(self, context):
+        return hosts.list_hosts(CONF.conductor.host_down_after)
+
+    # Devices and deployables.
     def list_devices(self, context, filters, limit, marker, sort_key,
                      sort_dir):
         return devices.list_devices(filters, limit, marker, sort_key,
@@ -51,5 +75,75 @@ class ConductorManager:
     def get_deployable(self, context, uuid):
         return deployables.get_deployable(uuid)
 
-    def list_hosts(self, context):
-        return hosts.list_hosts(CONF.conductor.host_down_after)
+    # Device profiles.
+    def create_device_profile(self, context, name, groups, description):
+        return device_profiles.create(name, groups, description)
+
+    def list_device_profiles(self, context, names, limit, marker, sort_key,
+                             sort_dir):
+        return device_profiles.list_profiles(names, limit, marker, sort_key,
+                                             sort_dir)
+
+    def get_device_profile(self, context, uuid=None, name=None):
+        return device_profiles.get(uuid=uuid, name=name)
+
+    def delete_device_profiles(self, context, uuid=None, names=None):
+        device_profiles.delete(uuid=uuid, names=names or ())
+
+    # Accelerator requests.
+    def create_arqs(self, context, profile_name, group_id):
+        return arqs.create(profile_name, context.project_id, group_id)
+
+    def list_arqs(self, context, filters, limit, marker, sort_key, sort_dir):
+        return arqs.list_arqs(filters, limit, marker, sort_key, sort_dir,
+                              project_id=project_scope(context))
+
+    def get_arq(self, context, uuid):
+        return arqs.get(uuid, project_id=project_scope(context))
+
+    def bind_arqs(self, context, bindings):
+        """Accept the bindings now; complete them in the background."""
+        arqs.start_bind(bindings, project_id=project_scope(context))
+        for uuid in bindings:
+            self._binders.submit(self._bind, context, uuid)
+
+    def unbind_arqs(self, context, uuids):
+        released = arqs.unbind(uuids, project_id=project_scope(context))
+        self._release(context, released)
+
+    def delete_arqs(self, context, uuids=None, instance_uuid=None):
+        released = arqs.delete(uuids=uuids, instance_uuid=instance_uuid,
+                               project_id=project_scope(context))
+        self._release(context, released)
+
+    def _bind(self, context, uuid):
+        try:
+            job = arqs.allocate(uuid, CONF.conductor.host_down_after)
+            if job['bitstream_id'] == job['current_bitstream_id']:
+                job['bitstream_id'] = None      # already programmed
+            programmed = self.agent_api.prepare_attach_handle(
+                context, job['hostname'], job, CONF.conductor.agent_timeout)
+            if not arqs.finish_bind(uuid, programmed):
+                LOG.warning('ARQ %s changed while binding; giving its '
+                            'handle back', uuid)
+        except Exception as error:
+            reason = _reason(error)
+            LOG.warning('Binding ARQ %s failed: %s', uuid, reason)
+            self._release(context, arqs.fail_bind(uuid, reason) or [])
+            return
+        LOG.info('ARQ %s bound', uuid)
+
+    def _release(self, context, released):
+        for item in released:
+            self.agent_api.release_attach_handle(context, item['hostname'],
+                                                 item)
+
+
+def _reason(error):
+    if isinstance(error, exception.CyborgLikeException):
+        return error.message
+    if isinstance(error, messaging.MessagingTimeout):
+        return 'The agent did not answer in time.'
+    if isinstance(error, messaging.RemoteError):
+        return '%s: %s' % (error.exc_type, error.value)
+    return '%s: %s' % (type(error).__name__, error)

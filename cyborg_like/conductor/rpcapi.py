@@ -4,6 +4,8 @@ History (bump the minor version for every compatible change, and note it):
 
 * 1.0 - report_inventory, heartbeat, list_devices, get_device,
         list_deployables, get_deployable, list_hosts
+* 1.1 - device profiles (create, list, get, delete) and accelerator
+        requests (create, list, get, bind, unbind, delete)
 """
 
 import oslo_messaging as messaging
@@ -12,7 +14,7 @@ from cyborg_like.common import rpc
 from cyborg_like.conf import CONF
 
 TOPIC = 'cyborg_like-conductor'
-RPC_API_VERSION = '1.0'
+RPC_API_VERSION = '1.1'
 
 
 class ConductorAPI:
@@ -63,3 +65,46 @@ class ConductorAPI:
 
     def list_hosts(self, context):
         return self._call(context, 'list_hosts')
+
+    # Device profiles (1.1).
+    def create_device_profile(self, context, name, groups, description):
+        return self._call(context, 'create_device_profile', version='1.1',
+                          name=name, groups=groups, description=description)
+
+    def list_device_profiles(self, context, names, limit, marker, sort_key,
+                             sort_dir):
+        return self._call(context, 'list_device_profiles', version='1.1',
+                          names=names, limit=limit, marker=marker,
+                          sort_key=sort_key, sort_dir=sort_dir)
+
+    def get_device_profile(self, context, uuid=None, name=None):
+        return self._call(context, 'get_device_profile', version='1.1',
+                          uuid=uuid, name=name)
+
+    def delete_device_profiles(self, context, uuid=None, names=None):
+        return self._call(context, 'delete_device_profiles', version='1.1',
+                          uuid=uuid, names=names)
+
+    # Accelerator requests (1.1).
+    def create_arqs(self, context, profile_name, group_id):
+        return self._call(context, 'create_arqs', version='1.1',
+                          profile_name=profile_name, group_id=group_id)
+
+    def list_arqs(self, context, filters, limit, marker, sort_key, sort_dir):
+        return self._call(context, 'list_arqs', version='1.1',
+                          filters=filters, limit=limit, marker=marker,
+                          sort_key=sort_key, sort_dir=sort_dir)
+
+    def get_arq(self, context, uuid):
+        return self._call(context, 'get_arq', version='1.1', uuid=uuid)
+
+    def bind_arqs(self, context, bindings):
+        return self._call(context, 'bind_arqs', version='1.1',
+                          bindings=bindings)
+
+    def unbind_arqs(self, context, uuids):
+        return self._call(context, 'unbind_arqs', version='1.1', uuids=uuids)
+
+    def delete_arqs(self, context, uuids=None, instance_uuid=None):
+        return self._call(context, 'delete_arqs', version='1.1', uuids=uuids,
+                          instance_uuid=instance_uuid)

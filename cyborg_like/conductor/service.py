@@ -26,4 +26,5 @@ class ConductorService:
     def stop(self):
         self._server.stop()
         self._server.wait()
+        self.manager.stop()
         LOG.info('Conductor on %s stopped', self.host)

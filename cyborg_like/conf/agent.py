@@ -17,6 +17,12 @@ opts = [
                default=10, min=1,
                help='Seconds between two heartbeats to the conductor. Keep '
                     'it well below [conductor] host_down_after.'),
+    cfg.StrOpt('bitstream_dir',
+               default='$state_path/bitstreams',
+               help='Directory holding the bitstreams this host can program, '
+                    'one file per bitstream named by its id (the value of '
+                    '"accel:bitstream_id" in device profiles), with an '
+                    'optional "<id>.sha256" file holding its digest.'),
     cfg.FloatOpt('report_timeout',
                  default=30.0, min=0.1,
                  help='Seconds the agent waits for the conductor to accept '

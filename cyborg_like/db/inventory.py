@@ -111,25 +111,28 @@ def _add_device(session, hostname, reported):
         cpid_info=wire.canonical(cpid['cpid_info'])))
     session.add(device)
     for dep in reported['deployables']:
-        _add_deployable(device, dep)
+        _add_deployable(device, dep, cpid)
 
 
-def _add_deployable(device, reported):
-    deployable = models.Deployable(uuid=uuidutils.generate_uuid(),
-                                   name=reported['name'], generation=0,
-                                   **_deployable_fields(reported))
+def _add_deployable(device, reported, cpid):
+    deployable = models.Deployable(
+        uuid=uuidutils.generate_uuid(), name=reported['name'], generation=0,
+        rp_uuid=wire.deployable_rp_uuid(device.hostname, cpid,
+                                        reported['name']),
+        **_deployable_fields(reported))
     device.deployables.append(deployable)
     _sync_attributes(deployable, reported.get('attributes', {}))
     _sync_handles(device, deployable, reported['attach_handles'])
 
 
 def _update_device(session, device, reported):
+    cpid = reported['controlpath_id']
     changed = _set_fields(device, _device_fields(reported))
     current = {d.name: d for d in device.deployables}
     for dep in reported['deployables']:
         deployable = current.pop(dep['name'], None)
         if deployable is None:
-            _add_deployable(device, dep)
+            _add_deployable(device, dep, cpid)
             changed = True
             continue
         changed |= _set_fields(deployable, _deployable_fields(dep))

@@ -7,6 +7,7 @@ at once. The file format is etc/cyborg_like/fake-inventory.yaml.sample.
 
 import yaml
 
+from cyborg_like.common import exception
 from cyborg_like.common import inventory
 from cyborg_like.drivers import base
 
@@ -37,8 +38,16 @@ DEFAULT_INVENTORY = {
 }
 
 
-class FakeDriver(base.AcceleratorDriver):
+class FakeDriver(base.AcceleratorDriver, base.Programmable):
+    """Programming is remembered in memory and shown by ``discover``; a
+    bitstream whose content starts with ``FAIL`` fails like a vendor tool
+    would, with the rest of its first line as the tool's message."""
+
     name = 'fake'
+
+    def __init__(self, conf):
+        super().__init__(conf)
+        self._programmed = {}   # (control path, region) -> bitstream id
 
     def discover(self):
         path = self.conf.fake_driver.inventory_file
@@ -47,7 +56,29 @@ class FakeDriver(base.AcceleratorDriver):
                 document = yaml.safe_load(f) or {}
         else:
             document = DEFAULT_INVENTORY
-        return [self._device(d) for d in document.get('devices', [])]
+        devices = [self._device(d) for d in document.get('devices', [])]
+        for device in devices:
+            for deployable in device.deployables:
+                key = self._key(device.controlpath_id, deployable.name)
+                if key in self._programmed:
+                    deployable.bitstream_id = self._programmed[key]
+        return devices
+
+    def program(self, controlpath_id, deployable_name, bitstream_path,
+                bitstream_id):
+        with open(bitstream_path, 'rb') as f:
+            head = f.readline()
+        if head.startswith(b'FAIL'):
+            raise exception.DriverError(
+                driver=self.name,
+                reason=head[4:].decode(errors='replace').strip() or
+                'programming failed')
+        self._programmed[self._key(controlpath_id, deployable_name)] = \
+            bitstream_id
+
+    @staticmethod
+    def _key(controlpath_id, deployable_name):
+        return inventory.canonical(controlpath_id), deployable_name
 
     def _device(self, entry):
         cpid = {'cpid_type': 'PCI',

@@ -21,6 +21,11 @@ from cyborg_like.db import migration
 
 HOST = 'compute-1.example.org'
 INVENTORY = os.path.join(os.path.dirname(__file__), 'inventory.yaml')
+# Bitstreams the agent can program; the fake driver fails on "FAIL".
+BITSTREAMS = {
+    'bs-crypto-1': 'GBS fake crypto accelerator\n',
+    'bs-broken': 'FAIL PR interface id mismatch: region expects 9346116d\n',
+}
 
 class Cloud:
     def __init__(self, inventory_file=INVENTORY, **overrides):
@@ -45,6 +50,12 @@ class Cloud:
         self._override('conductor_timeout', 10, group='api')
         self._override('inventory_file', self.inventory_file,
                        group='fake_driver')
+        bitstreams = os.path.join(self._tmp.name, 'bitstreams')
+        os.makedirs(bitstreams)
+        for name, content in BITSTREAMS.items():
+            with open(os.path.join(bitstreams, name), 'w') as f:
+                f.write(content)
+        self._override('bitstream_dir', bitstreams, group='agent')
         for (group, name), value in self.overrides.items():
             self._override(name, value, group=group)
         db_api.dispose()

@@ -5,7 +5,9 @@ from pecan import rest
 
 from cyborg_like.api import hooks
 from cyborg_like.api import microversion
+from cyborg_like.api.controllers.v2 import accelerator_requests
 from cyborg_like.api.controllers.v2 import deployables
+from cyborg_like.api.controllers.v2 import device_profiles
 from cyborg_like.api.controllers.v2 import devices
 
 
@@ -24,6 +26,9 @@ class V2Controller(rest.RestController):
     # Every route of the v2 API, in one place.
     devices = devices.DevicesController()
     deployables = deployables.DeployablesController()
+    device_profiles = device_profiles.DeviceProfilesController()
+    accelerator_requests = \
+        accelerator_requests.AcceleratorRequestsController()
 
     @pecan.expose('json')
     def get(self):

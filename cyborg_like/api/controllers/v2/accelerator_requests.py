@@ -1,0 +1,126 @@
+"""/v2/accelerator_requests: ARQs, and binding them to instances.
+
+Binding is accepted with 202 and completed by the conductor; Nova then
+waits for ``GET ?instance=<uuid>&bind_state=resolved`` to stop answering
+423 (or for its external event).
+"""
+
+import pecan
+from pecan import rest
+import webob.exc
+
+from cyborg_like.api import microversion
+from cyborg_like.api import validation
+from cyborg_like.api.controllers import listing
+from cyborg_like.api.schemas import accelerator_requests as schema
+from cyborg_like.common import states
+
+RESOURCE = 'arqs'
+_FIELDS = ('uuid', 'state', 'state_reason', 'device_profile_name',
+           'device_profile_group_id', 'hostname', 'device_rp_uuid',
+           'instance_uuid', 'project_id', 'attach_handle_type',
+           'attach_handle_uuid', 'attach_handle_info', 'created_at',
+           'updated_at')
+_BIND_FIELDS = ('hostname', 'device_rp_uuid', 'instance_uuid')
+
+
+def _view(arq):
+    shown = {k: arq[k] for k in _FIELDS}
+    shown['links'] = listing.self_link('accelerator_requests', arq['uuid'])
+    return shown
+
+
+def _split(patches):
+    """{uuid: ops} -> ('bind', {uuid: fields}) or ('unbind', [uuids])."""
+    ops = {op['op'] for patch in patches.values() for op in patch}
+    if len(ops) != 1:
+        raise webob.exc.HTTPBadRequest(
+            detail='Every op must be add (bind) or every op remove (unbind).')
+    if ops == {'remove'}:
+        return 'unbind', list(patches)
+    return 'bind', {uuid: _bind_fields(uuid, patch)
+                    for uuid, patch in patches.items()}
+
+
+def _bind_fields(uuid, patch):
+    fields = {op['path'].lstrip('/'): op.get('value') for op in patch}
+    if 'project_id' in fields:
+        microversion.require(microversion.PROJECT_ID_IN_BIND)
+        if not pecan.request.context.is_admin:
+            raise webob.exc.HTTPForbidden(
+                detail='Only administrators may set project_id.')
+    missing = [f for f in _BIND_FIELDS if not fields.get(f)]
+    if missing:
+        raise webob.exc.HTTPBadRequest(
+            detail='Fields absent in patch of %s: %s' % (
+                uuid, ','.join(missing)))
+    if not fields.get('project_id'):
+        fields['project_id'] = pecan.request.context.project_id
+    return fields
+
+
+class AcceleratorRequestsController(rest.RestController):
+
+    @pecan.expose('json')
+    def post(self):
+        body = validation.body(pecan.request, schema.CREATE)
+        created = pecan.request.conductor_api.create_arqs(
+            pecan.request.context, body['device_profile_name'],
+            body.get('device_profile_group_id'))
+        pecan.response.status = 201
+        return {RESOURCE: [_view(a) for a in created]}
+
+    @pecan.expose('json')
+    def get_all(self, **params):
+        bind_state = params.pop('bind_state', None)
+        if bind_state not in (None, 'resolved'):
+            raise webob.exc.HTTPBadRequest(
+                detail='bind_state may only be "resolved".')
+        instance = params.pop('instance', None)
+        query = listing.ListQuery(params, (), schema.SORT_KEYS)
+        filters = {'instance_uuid': instance}
+        if bind_state and not instance:
+            filters['states'] = list(states.RESOLVED)
+        arqs = pecan.request.conductor_api.list_arqs(
+            pecan.request.context, filters, query.limit, query.marker,
+            query.sort_key, query.sort_dir)
+        if bind_state and instance and any(
+                a['state'] not in states.RESOLVED for a in arqs):
+            # Nova polls until every ARQ of the instance is resolved.
+            pecan.response.status = 423
+            return None
+        return query.page(RESOURCE, arqs, _view)
+
+    @pecan.expose('json')
+    def get_one(self, uuid):
+        return _view(pecan.request.conductor_api.get_arq(
+            pecan.request.context, uuid))
+
+    @pecan.expose('json')
+    def patch(self, uuid=None):
+        """Bulk: PATCH / with {uuid: [ops]}; one: PATCH /<uuid> [ops]."""
+        if uuid is None:
+            patches = validation.body(pecan.request, schema.PATCH_MANY)
+        else:
+            patches = {uuid: validation.body(pecan.request,
+                                             schema.PATCH_ONE)}
+        action, arg = _split(patches)
+        api = pecan.request.conductor_api
+        if action == 'bind':
+            api.bind_arqs(pecan.request.context, arg)
+        else:
+            api.unbind_arqs(pecan.request.context, arg)
+        pecan.response.status = 202
+
+    @pecan.expose('json')
+    def delete(self, uuid=None, arqs=None, instance=None):
+        """DELETE ?arqs=<uuid>,<uuid> or ?instance=<uuid> (or /<uuid>)."""
+        uuids = [uuid] if uuid else [a for a in (arqs or '').split(',') if a]
+        if bool(uuids) == bool(instance):
+            raise webob.exc.HTTPBadRequest(
+                detail='Provide either an ARQ uuid list or an instance '
+                       'UUID.')
+        pecan.request.conductor_api.delete_arqs(
+            pecan.request.context, uuids=uuids or None,
+            instance_uuid=instance)
+        pecan.response.status = 204

@@ -1,0 +1,74 @@
+"""/v2/device_profiles: named requirements that ARQs are made from."""
+
+import pecan
+from pecan import rest
+from oslo_utils import uuidutils
+
+from cyborg_like.api import microversion
+from cyborg_like.api import validation
+from cyborg_like.api.controllers import listing
+from cyborg_like.api.schemas import device_profiles as schema
+
+RESOURCE = 'device_profiles'
+_FIELDS = ('uuid', 'name', 'description', 'groups', 'created_at',
+           'updated_at')
+
+
+def _view(profile):
+    shown = {k: profile[k] for k in _FIELDS}
+    shown['links'] = listing.self_link(RESOURCE, profile['uuid'])
+    return shown
+
+
+def _names(value):
+    return [n for n in value.split(',') if n]
+
+
+class DeviceProfilesController(rest.RestController):
+
+    @pecan.expose('json')
+    def post(self):
+        document = validation.body(pecan.request, schema.CREATE)
+        profile = document[0] if isinstance(document, list) else document
+        created = pecan.request.conductor_api.create_device_profile(
+            pecan.request.context, profile['name'], profile['groups'],
+            profile.get('description'))
+        pecan.response.status = 201
+        return _view(created)
+
+    @pecan.expose('json')
+    def get_all(self, **params):
+        query = listing.ListQuery(params, schema.LIST_FILTERS,
+                                  schema.SORT_KEYS)
+        names = _names(query.filters.get('name', ''))
+        profiles = pecan.request.conductor_api.list_device_profiles(
+            pecan.request.context, names, query.limit, query.marker,
+            query.sort_key, query.sort_dir)
+        return query.page(RESOURCE, profiles, _view)
+
+    @pecan.expose('json')
+    def get_one(self, uuid_or_name):
+        api = pecan.request.conductor_api
+        if uuidutils.is_uuid_like(uuid_or_name):
+            profile = api.get_device_profile(pecan.request.context,
+                                             uuid=uuid_or_name)
+        else:
+            microversion.require(microversion.DEVICE_PROFILE_BY_NAME)
+            profile = api.get_device_profile(pecan.request.context,
+                                             name=uuid_or_name)
+        return {'device_profile': _view(profile)}
+
+    @pecan.expose('json')
+    def delete(self, value=None):
+        """DELETE /{uuid}, /{name,name} or ?value=name,name (Cyborg's)."""
+        if not value:
+            raise pecan.abort(400, 'Name the profiles to delete: '
+                                   '/v2/device_profiles/<uuid> or '
+                                   '?value=<name>,<name>')
+        api = pecan.request.conductor_api
+        if uuidutils.is_uuid_like(value):
+            api.delete_device_profiles(pecan.request.context, uuid=value)
+        else:
+            api.delete_device_profiles(pecan.request.context,
+                                       names=_names(value))
+        pecan.response.status = 204
