@@ -10,9 +10,11 @@ from cyborg_like.conf import api
 from cyborg_like.conf import conductor
 from cyborg_like.conf import default
 from cyborg_like.conf import fake_driver
+from cyborg_like.conf import nvidia_gpu
 from cyborg_like.conf import upgrade_levels
 
-MODULES = (default, api, conductor, agent, fake_driver, upgrade_levels)
+MODULES = (default, api, conductor, agent, fake_driver, nvidia_gpu,
+           upgrade_levels)
 
 
 def list_opts():
