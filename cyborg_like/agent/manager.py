@@ -31,22 +31,29 @@ class AgentManager:
         driver = self._driver(job['driver_name'])
         programmed = None
         if job.get('bitstream_id'):
-            if not isinstance(driver, base.Programmable):
-                raise exception.DriverError(
-                    driver=job['driver_name'],
-                    reason='it cannot program bitstreams')
-            path = bitstreams.locate(CONF.agent.bitstream_dir,
-                                     job['bitstream_id'])
-            LOG.info('Programming %s of %s with bitstream %s for ARQ %s',
-                     job['deployable_name'], job['controlpath_id'],
-                     job['bitstream_id'], job['arq_uuid'])
-            driver.program(job['controlpath_id'], job['deployable_name'],
-                           path, job['bitstream_id'])
-            programmed = job['bitstream_id']
+            programmed = self._program(driver, job)
         if isinstance(driver, base.AttachPreparing):
             driver.prepare_attach_handle(job['controlpath_id'],
                                          job['attach_handle'])
         return programmed
+
+    def program(self, context, job):
+        """Program a region outside any binding (an operator's request)."""
+        return self._program(self._driver(job['driver_name']), job)
+
+    def _program(self, driver, job):
+        if not isinstance(driver, base.Programmable):
+            raise exception.DriverError(
+                driver=job['driver_name'],
+                reason='it cannot program bitstreams')
+        path = bitstreams.locate(CONF.agent.bitstream_dir,
+                                 job['bitstream_id'])
+        LOG.info('Programming %s of %s with bitstream %s',
+                 job['deployable_name'], job['controlpath_id'],
+                 job['bitstream_id'])
+        driver.program(job['controlpath_id'], job['deployable_name'], path,
+                       job['bitstream_id'])
+        return job['bitstream_id']
 
     def release_attach_handle(self, context, released):
         driver = self._driver(released['driver_name'])

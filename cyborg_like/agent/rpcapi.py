@@ -4,6 +4,7 @@ History (bump the minor version for every compatible change, and note it):
 
 * 1.0 - resync_inventory
 * 1.1 - prepare_attach_handle, release_attach_handle
+* 1.2 - program
 """
 
 import oslo_messaging as messaging
@@ -12,7 +13,7 @@ from cyborg_like.common import rpc
 from cyborg_like.conf import CONF
 
 TOPIC = 'cyborg_like-agent'
-RPC_API_VERSION = '1.1'
+RPC_API_VERSION = '1.2'
 
 
 class AgentAPI:
@@ -32,6 +33,12 @@ class AgentAPI:
         cctxt = self._client.prepare(server=host, version='1.1',
                                      timeout=timeout)
         return cctxt.call(context, 'prepare_attach_handle', job=job)
+
+    def program(self, context, host, job, timeout):
+        """Program ``job``'s region with its bitstream; waits ``timeout``."""
+        cctxt = self._client.prepare(server=host, version='1.2',
+                                     timeout=timeout)
+        return cctxt.call(context, 'program', job=job)
 
     def release_attach_handle(self, context, host, released):
         cctxt = self._client.prepare(server=host, version='1.1')

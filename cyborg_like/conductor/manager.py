@@ -9,11 +9,13 @@ from cyborg_like.common import exception
 from cyborg_like.conductor import rpcapi
 from cyborg_like.conf import CONF
 from cyborg_like.db import arqs
+from cyborg_like.db import attributes
 from cyborg_like.db import deployables
 from cyborg_like.db import device_profiles
 from cyborg_like.db import devices
 from cyborg_like.db import hosts
 from cyborg_like.db import inventory
+from cyborg_like.db import operations
 
 LOG = logging.getLogger(__name__)
 
@@ -33,11 +35,13 @@ class ConductorManager:
 
     def __init__(self):
         self.agent_api = agent_rpcapi.AgentAPI()
-        self._binders = futurist.ThreadPoolExecutor(
-            max_workers=CONF.conductor.bind_workers)
+        # Binding and programming finish here, after the RPC call that
+        # started them has answered.
+        self._workers = futurist.ThreadPoolExecutor(
+            max_workers=CONF.conductor.workers)
 
     def stop(self):
-        self._binders.shutdown(wait=True)
+        self._workers.shutdown(wait=True)
 
     # Agents.
     def report_inventory(self, context, host, devices, inventory_hash):
@@ -75,6 +79,55 @@ class ConductorManager:
     def get_deployable(self, context, uuid):
         return deployables.get_deployable(uuid)
 
+    def set_device_status(self, context, uuid, status):
+        return devices.set_status(uuid, status)
+
+    def program_deployable(self, context, uuid, bitstream_id):
+        """Start programming; the returned operation tells how it ends."""
+        job, operation, deployable = deployables.start_program(
+            uuid, bitstream_id, context.project_id)
+        self._workers.submit(self._program, context, operation['uuid'], job)
+        return {'deployable': deployable, 'operation': operation}
+
+    def _program(self, context, operation_uuid, job):
+        operations.set_state(operation_uuid, operations.RUNNING)
+        try:
+            self.agent_api.program(context, job['hostname'], job,
+                                   CONF.conductor.agent_timeout)
+        except Exception as error:
+            LOG.warning('Programming %s failed: %s', job['deployable_uuid'],
+                        _reason(error))
+            operations.set_state(operation_uuid, operations.FAILED,
+                                 _reason(error))
+            return
+        deployables.set_bitstream(job['deployable_uuid'],
+                                  job['bitstream_id'])
+        operations.set_state(operation_uuid, operations.SUCCEEDED)
+
+    # Operations and attributes.
+    def get_operation(self, context, uuid):
+        return operations.get(uuid, project_id=project_scope(context))
+
+    def list_operations(self, context, filters, limit, marker, sort_key,
+                        sort_dir):
+        return operations.list_operations(
+            filters, limit, marker, sort_key, sort_dir,
+            project_id=project_scope(context))
+
+    def list_attributes(self, context, filters, limit, marker, sort_key,
+                        sort_dir):
+        return attributes.list_attributes(filters, limit, marker, sort_key,
+                                          sort_dir)
+
+    def get_attribute(self, context, uuid):
+        return attributes.get(uuid)
+
+    def create_attribute(self, context, deployable_id, key, value):
+        return attributes.create(deployable_id, key, value)
+
+    def delete_attribute(self, context, uuid):
+        attributes.delete(uuid)
+
     # Device profiles.
     def create_device_profile(self, context, name, groups, description):
         return device_profiles.create(name, groups, description)
@@ -105,7 +158,7 @@ class ConductorManager:
         """Accept the bindings now; complete them in the background."""
         arqs.start_bind(bindings, project_id=project_scope(context))
         for uuid in bindings:
-            self._binders.submit(self._bind, context, uuid)
+            self._workers.submit(self._bind, context, uuid)
 
     def unbind_arqs(self, context, uuids):
         released = arqs.unbind(uuids, project_id=project_scope(context))

@@ -6,6 +6,8 @@ History (bump the minor version for every compatible change, and note it):
         list_deployables, get_deployable, list_hosts
 * 1.1 - device profiles (create, list, get, delete) and accelerator
         requests (create, list, get, bind, unbind, delete)
+* 1.2 - set_device_status, program_deployable, get_operation,
+        list_operations, attributes (list, get, create, delete)
 """
 
 import oslo_messaging as messaging
@@ -14,7 +16,7 @@ from cyborg_like.common import rpc
 from cyborg_like.conf import CONF
 
 TOPIC = 'cyborg_like-conductor'
-RPC_API_VERSION = '1.1'
+RPC_API_VERSION = '1.2'
 
 
 class ConductorAPI:
@@ -108,3 +110,38 @@ class ConductorAPI:
     def delete_arqs(self, context, uuids=None, instance_uuid=None):
         return self._call(context, 'delete_arqs', version='1.1', uuids=uuids,
                           instance_uuid=instance_uuid)
+
+    # Devices, programming, operations, attributes (1.2).
+    def set_device_status(self, context, uuid, status):
+        return self._call(context, 'set_device_status', version='1.2',
+                          uuid=uuid, status=status)
+
+    def program_deployable(self, context, uuid, bitstream_id):
+        return self._call(context, 'program_deployable', version='1.2',
+                          uuid=uuid, bitstream_id=bitstream_id)
+
+    def get_operation(self, context, uuid):
+        return self._call(context, 'get_operation', version='1.2', uuid=uuid)
+
+    def list_operations(self, context, filters, limit, marker, sort_key,
+                        sort_dir):
+        return self._call(context, 'list_operations', version='1.2',
+                          filters=filters, limit=limit, marker=marker,
+                          sort_key=sort_key, sort_dir=sort_dir)
+
+    def list_attributes(self, context, filters, limit, marker, sort_key,
+                        sort_dir):
+        return self._call(context, 'list_attributes', version='1.2',
+                          filters=filters, limit=limit, marker=marker,
+                          sort_key=sort_key, sort_dir=sort_dir)
+
+    def get_attribute(self, context, uuid):
+        return self._call(context, 'get_attribute', version='1.2', uuid=uuid)
+
+    def create_attribute(self, context, deployable_id, key, value):
+        return self._call(context, 'create_attribute', version='1.2',
+                          deployable_id=deployable_id, key=key, value=value)
+
+    def delete_attribute(self, context, uuid):
+        return self._call(context, 'delete_attribute', version='1.2',
+                          uuid=uuid)

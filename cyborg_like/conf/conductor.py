@@ -7,12 +7,12 @@ opts = [
                default=60, min=1,
                help='Seconds without a heartbeat after which a host counts '
                     'as down; its devices are not bound while it is down.'),
-    cfg.IntOpt('bind_workers',
+    cfg.IntOpt('workers',
                default=8, min=1,
-               help='Threads of each conductor that complete bindings of '
-                    'accelerator requests (taking a handle, asking the '
-                    'agent to program and prepare it). Bind requests are '
-                    'accepted at once and completed by these threads.'),
+               help='Threads of each conductor that complete long requests '
+                    'after accepting them: bindings of accelerator requests '
+                    '(taking a handle, asking the agent to program and '
+                    'prepare it) and programming of deployables.'),
     cfg.IntOpt('agent_timeout',
                default=600, min=1,
                help='Seconds the conductor waits for an agent to prepare '

@@ -5,6 +5,7 @@ opened with ``reader()`` or ``writer()``, and returns plain dicts, never ORM
 objects, so results can cross RPC as they are.
 """
 
+import contextlib
 import threading
 
 from oslo_db import options as db_options
@@ -26,12 +27,18 @@ class _Scope:
     """The holder enginefacade keeps the session of one transaction on."""
 
 
+_LOCAL = threading.local()
+
+
 def _facade():
     global _FACADE
     with _LOCK:
         if _FACADE is None:
             _FACADE = enginefacade.transaction_context()
             _FACADE.configure(sqlite_fk=True)
+            engine = _FACADE.writer.get_engine()
+            if engine.dialect.name == 'sqlite':
+                _serialize_sqlite_writers(engine)
         return _FACADE
 
 
@@ -39,8 +46,38 @@ def reader():
     return _facade().reader.using(_Scope())
 
 
+@contextlib.contextmanager
 def writer():
-    return _facade().writer.using(_Scope())
+    _LOCAL.writing = True
+    try:
+        with _facade().writer.using(_Scope()) as session:
+            yield session
+    finally:
+        _LOCAL.writing = False
+
+
+def _serialize_sqlite_writers(engine):
+    """Make SQLite writers wait for each other instead of failing.
+
+    A deferred SQLite transaction that reads and then writes fails at once
+    with "database is locked" when another one already writes. Writers here
+    begin IMMEDIATE (taking the write lock first, waiting up to 30 s for
+    it); readers stay deferred. This replaces oslo.db's own BEGIN
+    listener, keeping its "in_transaction" marker.
+    """
+    def _begin(conn):
+        if 'in_transaction' not in conn.info:
+            immediate = getattr(_LOCAL, 'writing', False)
+            conn.exec_driver_sql('BEGIN IMMEDIATE' if immediate else 'BEGIN')
+            conn.info['in_transaction'] = True
+
+    def _connect(dbapi_con, record):
+        dbapi_con.execute('PRAGMA busy_timeout = 30000')
+
+    for listener in list(engine.dispatch.begin):
+        sa.event.remove(engine, 'begin', listener)
+    sa.event.listen(engine, 'begin', _begin)
+    sa.event.listen(engine, 'connect', _connect)
 
 
 def get_engine():

@@ -11,7 +11,6 @@ import json
 
 from oslo_utils import uuidutils
 import sqlalchemy as sa
-from sqlalchemy import orm
 
 from cyborg_like.common import exception
 from cyborg_like.common import states
@@ -19,6 +18,7 @@ from cyborg_like.db import api
 from cyborg_like.db import device_profiles
 from cyborg_like.db import hosts
 from cyborg_like.db import models
+from cyborg_like.db import operations
 
 ARQ = models.ExtARQ
 HANDLE = models.AttachHandle
@@ -133,23 +133,25 @@ def allocate(uuid, host_down_after):
 
 
 def _deployable_for(session, arq):
-    deployable = session.scalars(
-        sa.select(models.Deployable)
+    # Locked, so a program operation cannot start on it meanwhile.
+    found = session.scalar(
+        sa.select(models.Deployable.id)
         .join(models.Device)
         .where(models.Deployable.rp_uuid == arq.device_rp_uuid,
                models.Device.hostname == arq.hostname)
-        .options(orm.selectinload(models.Deployable.attributes),
-                 orm.joinedload(models.Deployable.device)
-                 .selectinload(models.Device.controlpath_ids))).first()
-    if deployable is None:
+        .with_for_update(of=models.Deployable))
+    if found is None:
         raise exception.BindFailed(
             reason='No deployable with resource provider %s on host %s.'
             % (arq.device_rp_uuid, arq.hostname))
-    return deployable
+    return session.get(models.Deployable, found)
 
 
 def _check_usable(session, deployable, group, host_down_after):
     device = deployable.device
+    if operations.unfinished_for(session, deployable.uuid) is not None:
+        raise exception.BindFailed(reason='Deployable %s is being '
+                                          'programmed.' % deployable.uuid)
     if device.status != 'enabled':
         raise exception.BindFailed(reason='Device %s is %s.' % (
             device.uuid, device.status))

@@ -9,6 +9,7 @@ from cyborg_like.common import exception
 from cyborg_like.common import listing
 from cyborg_like.db import api
 from cyborg_like.db import models
+from cyborg_like.db import operations
 
 
 def _query():
@@ -56,3 +57,51 @@ def to_dict(deployable):
         'created_at': api.isotime(deployable.created_at),
         'updated_at': api.isotime(deployable.updated_at),
     }
+
+
+def start_program(uuid, bitstream_id, project_id):
+    """Record a pending program operation on deployable ``uuid``.
+
+    Refused while a workload holds one of its handles or another
+    operation on it is unfinished. The deployable's row is locked for the
+    check, so two conductors cannot both start one.
+    """
+    with api.writer() as session:
+        deployable = _locked(session, uuid)
+        if any(h.in_use for h in deployable.attach_handles):
+            raise exception.Conflict(
+                'Deployable %s is in use by an accelerator request; unbind '
+                'it before programming.' % uuid)
+        if operations.unfinished_for(session, uuid) is not None:
+            raise exception.Conflict(
+                'Deployable %s is already being programmed.' % uuid)
+        operation = operations.add(session, 'program', uuid, project_id)
+        device = deployable.device
+        cpid = device.controlpath_ids[0]
+        job = {
+            'hostname': device.hostname,
+            'driver_name': deployable.driver_name,
+            'controlpath_id': {'cpid_type': cpid.cpid_type,
+                               'cpid_info': json.loads(cpid.cpid_info)},
+            'deployable_name': deployable.name,
+            'deployable_uuid': deployable.uuid,
+            'bitstream_id': bitstream_id,
+        }
+        return job, operations.to_dict(operation), to_dict(deployable)
+
+
+def set_bitstream(uuid, bitstream_id):
+    with api.writer() as session:
+        session.execute(sa.update(models.Deployable)
+                        .where(models.Deployable.uuid == uuid)
+                        .values(bitstream_id=bitstream_id))
+
+
+def _locked(session, uuid):
+    # SELECT ... FOR UPDATE on the deployable alone (no outer joins, which
+    # PostgreSQL cannot lock); its relations are loaded afterwards.
+    found = session.scalar(sa.select(models.Deployable.id).where(
+        models.Deployable.uuid == uuid).with_for_update())
+    if found is None:
+        raise exception.DeployableNotFound(uuid=uuid)
+    return session.get(models.Deployable, found)

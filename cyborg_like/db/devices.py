@@ -43,3 +43,17 @@ def to_dict(device):
         'created_at': api.isotime(device.created_at),
         'updated_at': api.isotime(device.updated_at),
     }
+
+
+def set_status(uuid, status):
+    """enabled, or maintaining (disabled: not bound)."""
+    with api.writer() as session:
+        device = session.scalars(sa.select(models.Device).where(
+            models.Device.uuid == uuid)).first()
+        if device is None:
+            raise exception.DeviceNotFound(uuid=uuid)
+        if device.status != status:
+            device.status = status
+            device.generation += 1
+        session.flush()
+        return to_dict(device)

@@ -157,14 +157,17 @@ def _sync_attributes(deployable, reported):
         attribute = current.pop(key, None)
         if attribute is None:
             deployable.attributes.append(models.Attribute(
-                uuid=uuidutils.generate_uuid(), key=key, value=value))
+                uuid=uuidutils.generate_uuid(), key=key, value=value,
+                source='driver'))
             changed = True
-        elif attribute.value != value:
-            attribute.value = value
+        elif (attribute.value, attribute.source) != (value, 'driver'):
+            attribute.value, attribute.source = value, 'driver'
             changed = True
+    # What operators added through the API is theirs to remove.
     for attribute in current.values():
-        deployable.attributes.remove(attribute)
-        changed = True
+        if attribute.source == 'driver':
+            deployable.attributes.remove(attribute)
+            changed = True
     return changed
 
 

@@ -5,6 +5,7 @@ import os
 from alembic import command
 from alembic import config as alembic_config
 from alembic import migration as alembic_migration
+from alembic import script as alembic_script
 
 from cyborg_like.db import api
 
@@ -27,3 +28,9 @@ def version():
     with api.get_engine().connect() as connection:
         context = alembic_migration.MigrationContext.configure(connection)
         return context.get_current_revision()
+
+
+def head():
+    """The newest revision this code knows."""
+    return alembic_script.ScriptDirectory.from_config(
+        alembic_config.Config(_INI)).get_current_head()

@@ -123,6 +123,10 @@ class Attribute(TimestampMixin, Base):
         sa.ForeignKey('deployables.id', ondelete='CASCADE'))
     key: orm.Mapped[str] = orm.mapped_column(sa.String(255))
     value: orm.Mapped[str] = orm.mapped_column(sa.String(255))
+    # 'driver' attributes follow the agent's reports; 'api' ones were added
+    # by an operator and are left alone by inventory reports.
+    source: orm.Mapped[str] = orm.mapped_column(
+        sa.String(16), default='driver', server_default='driver')
 
     deployable: orm.Mapped[Deployable] = orm.relationship(
         back_populates='attributes')
@@ -182,3 +186,18 @@ class ExtARQ(TimestampMixin, Base):
         sa.ForeignKey('attach_handles.id', ondelete='SET NULL'))
     deployable_id: orm.Mapped[int | None] = orm.mapped_column(
         sa.ForeignKey('deployables.id', ondelete='SET NULL'))
+
+
+class Operation(TimestampMixin, Base):
+    """Long work on a host that a client polls: programming a region."""
+
+    __tablename__ = 'operations'
+    __table_args__ = (
+        sa.Index('operations_target_uuid_idx', 'target_uuid'),)
+    id: orm.Mapped[int] = orm.mapped_column(primary_key=True)
+    uuid: orm.Mapped[str] = orm.mapped_column(sa.String(36), unique=True)
+    type: orm.Mapped[str] = orm.mapped_column(sa.String(30))
+    target_uuid: orm.Mapped[str] = orm.mapped_column(sa.String(36))
+    state: orm.Mapped[str] = orm.mapped_column(sa.String(16))
+    detail: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
+    project_id: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))

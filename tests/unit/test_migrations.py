@@ -12,7 +12,7 @@ from cyborg_like.db import models
 def test_upgrade_from_empty_matches_models(sqlite_db):
     assert migration.version() is None
     migration.upgrade()
-    assert migration.version() == '0001'
+    assert migration.version() == migration.head()
     engine = sa.create_engine(sqlite_db)
     with engine.connect() as connection:
         context = alembic_migration.MigrationContext.configure(connection)
@@ -20,7 +20,18 @@ def test_upgrade_from_empty_matches_models(sqlite_db):
     assert diff == []
 
 
+def test_head_is_the_last_revision():
+    assert migration.head() == '0002'
+
+
+def test_each_revision_upgrades_in_turn(sqlite_db):
+    migration.upgrade('0001')
+    assert migration.version() == '0001'
+    migration.upgrade()
+    assert migration.version() == migration.head()
+
+
 def test_upgrade_is_idempotent(sqlite_db):
     migration.upgrade()
     migration.upgrade()
-    assert migration.version() == '0001'
+    assert migration.version() == migration.head()

@@ -6,9 +6,11 @@ from pecan import rest
 from cyborg_like.api import hooks
 from cyborg_like.api import microversion
 from cyborg_like.api.controllers.v2 import accelerator_requests
+from cyborg_like.api.controllers.v2 import attributes
 from cyborg_like.api.controllers.v2 import deployables
 from cyborg_like.api.controllers.v2 import device_profiles
 from cyborg_like.api.controllers.v2 import devices
+from cyborg_like.api.controllers.v2 import operations
 
 
 def version_document():
@@ -29,6 +31,8 @@ class V2Controller(rest.RestController):
     device_profiles = device_profiles.DeviceProfilesController()
     accelerator_requests = \
         accelerator_requests.AcceleratorRequestsController()
+    attributes = attributes.AttributesController()
+    operations = operations.OperationsController()
 
     @pecan.expose('json')
     def get(self):

@@ -3,7 +3,10 @@
 import pecan
 from pecan import rest
 
+from cyborg_like.api import validation
 from cyborg_like.api.controllers import listing
+from cyborg_like.api.controllers.v2 import operations
+from cyborg_like.api.schemas import deployables as schema
 from cyborg_like.common import listing as fields
 
 RESOURCE = 'deployables'
@@ -19,6 +22,14 @@ def _view(deployable):
 
 
 class DeployablesController(rest.RestController):
+    _custom_actions = {'program': ['PATCH']}
+
+    def _handle_patch(self, method, remainder, request=None):
+        # pecan routes only GET/POST/PUT/DELETE to custom actions itself.
+        match = self._handle_custom_action(method, remainder, request)
+        if match:
+            return match
+        pecan.abort(405)
 
     @pecan.expose('json')
     def get_all(self, **params):
@@ -32,3 +43,18 @@ class DeployablesController(rest.RestController):
     def get_one(self, uuid):
         return _view(pecan.request.conductor_api.get_deployable(
             pecan.request.context, uuid))
+
+    @pecan.expose('json')
+    def program(self, uuid):
+        """Start programming a region; 202 and the operation to poll.
+
+        The body is Cyborg's; the bitstream id names a file in the host's
+        [agent] bitstream_dir.
+        """
+        body = validation.body(pecan.request, schema.PROGRAM)
+        started = pecan.request.conductor_api.program_deployable(
+            pecan.request.context, uuid, schema.bitstream_id(body))
+        operation = operations.view(started['operation'])
+        pecan.response.status = 202
+        pecan.response.headers['Location'] = operation['links'][0]['href']
+        return dict(_view(started['deployable']), operation=operation)

@@ -21,6 +21,7 @@ def _view(device):
 
 
 class DevicesController(rest.RestController):
+    _custom_actions = {'disable': ['POST'], 'enable': ['POST']}
 
     @pecan.expose('json')
     def get_all(self, **params):
@@ -34,3 +35,14 @@ class DevicesController(rest.RestController):
     def get_one(self, uuid):
         return _view(pecan.request.conductor_api.get_device(
             pecan.request.context, uuid))
+
+    @pecan.expose('json')
+    def disable(self, uuid):
+        """Take a device out of service: it is not bound until enabled."""
+        return _view(pecan.request.conductor_api.set_device_status(
+            pecan.request.context, uuid, 'maintaining'))
+
+    @pecan.expose('json')
+    def enable(self, uuid):
+        return _view(pecan.request.conductor_api.set_device_status(
+            pecan.request.context, uuid, 'enabled'))

@@ -1,0 +1,30 @@
+"""/v2/operations: long work a client polls (ours; Cyborg has none)."""
+
+import pecan
+from pecan import rest
+
+from cyborg_like.api.controllers import listing
+
+RESOURCE = 'operations'
+FILTERS = ('target_uuid', 'state', 'type')
+SORT_KEYS = ('created_at', 'updated_at', 'uuid', 'state')
+
+
+def view(operation):
+    return dict(operation, links=listing.self_link(RESOURCE,
+                                                   operation['uuid']))
+
+
+class OperationsController(rest.RestController):
+
+    @pecan.expose('json')
+    def get_all(self, **params):
+        query = listing.ListQuery(params, FILTERS, SORT_KEYS)
+        found = pecan.request.conductor_api.list_operations(
+            pecan.request.context, **query.as_kwargs())
+        return query.page(RESOURCE, found, view)
+
+    @pecan.expose('json')
+    def get_one(self, uuid):
+        return view(pecan.request.conductor_api.get_operation(
+            pecan.request.context, uuid))
