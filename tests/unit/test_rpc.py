@@ -1,6 +1,8 @@
 """RPC: versions, caps and the request context, over oslo.messaging's real
 in-memory transport."""
 
+import time
+
 import oslo_messaging as messaging
 import pytest
 
@@ -114,11 +116,14 @@ def test_agent_calls_are_addressed_to_one_host(transport):
     try:
         agent_rpcapi.AgentAPI().resync_inventory(
             context.get_admin_context(), 'compute-2')
+        deadline = time.monotonic() + 5
+        while not received and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.1)     # time enough for a wrong second delivery
+    finally:
         for server in servers:
             server.stop()
-            server.wait()     # drains what was cast
-    finally:
-        pass
+            server.wait()
     assert received == ['compute-2']
 
 
