@@ -74,4 +74,18 @@ class ResourceTracker:
 
     def heartbeat(self):
         self.conductor_api.heartbeat(ctx.get_admin_context(), self.host,
-                                     AGENT_VERSION, self._reported_hash)
+                                     AGENT_VERSION, self._reported_hash,
+                                     self.health())
+
+    def health(self):
+        """Readings of every driver that reports health; a failing driver
+        is logged and left out."""
+        readings = []
+        for name, driver in self.drivers.items():
+            if not isinstance(driver, base.HealthReporting):
+                continue
+            try:
+                readings += [h.to_dict() for h in driver.health()]
+            except Exception:
+                LOG.exception('Driver %s failed to report health', name)
+        return readings

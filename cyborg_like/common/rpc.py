@@ -12,6 +12,7 @@ from cyborg_like.common import context as ctx
 from cyborg_like.common import exception
 
 TRANSPORT = None
+NOTIFICATION_TRANSPORT = None
 
 ALLOWED_EXMODS = [exception.__name__]
 
@@ -43,10 +44,23 @@ def init(conf):
 
 
 def cleanup():
-    global TRANSPORT
-    if TRANSPORT is not None:
-        TRANSPORT.cleanup()
-        TRANSPORT = None
+    global TRANSPORT, NOTIFICATION_TRANSPORT
+    for transport in (TRANSPORT, NOTIFICATION_TRANSPORT):
+        if transport is not None:
+            transport.cleanup()
+    TRANSPORT = NOTIFICATION_TRANSPORT = None
+
+
+def get_notifier(conf, publisher_id):
+    """Notifications go where [oslo_messaging_notifications] says (nowhere
+    unless a driver is set there)."""
+    global NOTIFICATION_TRANSPORT
+    if NOTIFICATION_TRANSPORT is None:
+        NOTIFICATION_TRANSPORT = messaging.get_notification_transport(conf)
+    return messaging.Notifier(NOTIFICATION_TRANSPORT,
+                              publisher_id=publisher_id,
+                              serializer=RequestContextSerializer())
+NOTIFICATION_TRANSPORT = None
 
 
 def get_client(target, version_cap=None):

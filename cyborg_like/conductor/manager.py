@@ -6,6 +6,8 @@ from oslo_log import log as logging
 
 from cyborg_like.agent import rpcapi as agent_rpcapi
 from cyborg_like.common import exception
+from cyborg_like.common import rpc
+from cyborg_like.conductor import heartbeats as heartbeat_collector
 from cyborg_like.conductor import rpcapi
 from cyborg_like.conf import CONF
 from cyborg_like.db import arqs
@@ -13,6 +15,7 @@ from cyborg_like.db import attributes
 from cyborg_like.db import deployables
 from cyborg_like.db import device_profiles
 from cyborg_like.db import devices
+from cyborg_like.db import heartbeats
 from cyborg_like.db import hosts
 from cyborg_like.db import inventory
 from cyborg_like.db import operations
@@ -39,8 +42,15 @@ class ConductorManager:
         # started them has answered.
         self._workers = futurist.ThreadPoolExecutor(
             max_workers=CONF.conductor.workers)
+        self.heartbeats = heartbeat_collector.HeartbeatCollector(
+            CONF, self.agent_api,
+            rpc.get_notifier(CONF, 'accelerator.conductor.%s' % CONF.host))
+
+    def start(self):
+        self.heartbeats.start()
 
     def stop(self):
+        self.heartbeats.stop()
         self._workers.shutdown(wait=True)
 
     # Agents.
@@ -50,14 +60,11 @@ class ConductorManager:
                  {'host': host, 'summary': summary})
         return summary
 
-    def heartbeat(self, context, host, agent_version, inventory_hash):
-        known_hash = hosts.record_heartbeat(host, agent_version)
-        if known_hash != inventory_hash:
-            # We hold another inventory than the agent does (a new host,
-            # a lost report, a database restored from backup): ask again.
-            LOG.info('Inventory of host %s is out of date, asking for it',
-                     host)
-            self.agent_api.resync_inventory(context, host)
+    def heartbeat(self, context, host, agent_version, inventory_hash,
+                  health=None):
+        """Accepted at once; written with others in the next batch."""
+        self.heartbeats.add(context, host, agent_version, inventory_hash,
+                            health or [])
 
     def list_hosts(self, context):
         return hosts.list_hosts(CONF.conductor.host_down_after)
@@ -81,6 +88,9 @@ class ConductorManager:
 
     def set_device_status(self, context, uuid, status):
         return devices.set_status(uuid, status)
+
+    def get_device_health(self, context, uuid, history_limit):
+        return heartbeats.device_health(uuid, history_limit)
 
     def program_deployable(self, context, uuid, bitstream_id):
         """Start programming; the returned operation tells how it ends."""

@@ -8,6 +8,7 @@ History (bump the minor version for every compatible change, and note it):
         requests (create, list, get, bind, unbind, delete)
 * 1.2 - set_device_status, program_deployable, get_operation,
         list_operations, attributes (list, get, create, delete)
+* 1.3 - heartbeat carries device health; get_device_health
 """
 
 import oslo_messaging as messaging
@@ -16,7 +17,7 @@ from cyborg_like.common import rpc
 from cyborg_like.conf import CONF
 
 TOPIC = 'cyborg_like-conductor'
-RPC_API_VERSION = '1.2'
+RPC_API_VERSION = '1.3'
 
 
 class ConductorAPI:
@@ -41,10 +42,14 @@ class ConductorAPI:
         return self._call(context, 'report_inventory', host=host,
                           devices=devices, inventory_hash=inventory_hash)
 
-    def heartbeat(self, context, host, agent_version, inventory_hash):
-        return self._call(context, 'heartbeat', host=host,
-                          agent_version=agent_version,
-                          inventory_hash=inventory_hash)
+    def heartbeat(self, context, host, agent_version, inventory_hash,
+                  health):
+        kwargs = {'host': host, 'agent_version': agent_version,
+                  'inventory_hash': inventory_hash}
+        version = '1.0'
+        if self._client.can_send_version('1.3'):
+            version, kwargs['health'] = '1.3', health
+        return self._call(context, 'heartbeat', version=version, **kwargs)
 
     # API.
     def list_devices(self, context, filters, limit, marker, sort_key,
@@ -145,3 +150,7 @@ class ConductorAPI:
     def delete_attribute(self, context, uuid):
         return self._call(context, 'delete_attribute', version='1.2',
                           uuid=uuid)
+
+    def get_device_health(self, context, uuid, history_limit):
+        return self._call(context, 'get_device_health', version='1.3',
+                          uuid=uuid, history_limit=history_limit)

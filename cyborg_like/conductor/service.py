@@ -19,6 +19,7 @@ class ConductorService:
         self._server = rpc.get_server(target, [self.manager])
 
     def start(self):
+        self.manager.start()
         self._server.start()
         LOG.info('Conductor on %s listening on topic %s', self.host,
                  rpcapi.TOPIC)

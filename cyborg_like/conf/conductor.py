@@ -13,6 +13,16 @@ opts = [
                     'after accepting them: bindings of accelerator requests '
                     '(taking a handle, asking the agent to program and '
                     'prepare it) and programming of deployables.'),
+    cfg.FloatOpt('heartbeat_flush_interval',
+                 default=1.0, min=0.05,
+                 help='Seconds a conductor gathers heartbeats before writing '
+                      'them to the database in one transaction. Larger '
+                      'batches cost fewer writes; the health shown by the API '
+                      'lags by up to this much.'),
+    cfg.IntOpt('metrics_retention',
+               default=3600, min=60,
+               help='Seconds of per-device health and utilization history '
+                    'kept; older readings are deleted as new ones arrive.'),
     cfg.IntOpt('agent_timeout',
                default=600, min=1,
                help='Seconds the conductor waits for an agent to prepare '

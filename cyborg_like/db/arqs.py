@@ -152,6 +152,9 @@ def _check_usable(session, deployable, group, host_down_after):
     if operations.unfinished_for(session, deployable.uuid) is not None:
         raise exception.BindFailed(reason='Deployable %s is being '
                                           'programmed.' % deployable.uuid)
+    if device.health == 'unhealthy':
+        raise exception.BindFailed(reason='Device %s is unhealthy: %s' % (
+            device.uuid, device.health_reasons))
     if device.status != 'enabled':
         raise exception.BindFailed(reason='Device %s is %s.' % (
             device.uuid, device.status))

@@ -2,7 +2,6 @@
 
 import datetime
 
-from oslo_db import exception as db_exc
 import sqlalchemy as sa
 
 from cyborg_like.db import api
@@ -11,22 +10,6 @@ from cyborg_like.db import models
 
 def utcnow():
     return datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
-
-
-def record_heartbeat(hostname, agent_version):
-    """Stamp ``hostname``'s heartbeat; returns its stored inventory hash."""
-    now = utcnow()
-    for _attempt in range(2):
-        try:
-            with api.writer() as session:
-                host = _get_or_add(session, hostname)
-                host.last_heartbeat = now
-                host.agent_version = agent_version
-                return host.inventory_hash
-        except db_exc.DBDuplicateEntry:
-            # Another conductor added the host first; now it exists.
-            continue
-    raise RuntimeError('could not record the heartbeat of %s' % hostname)
 
 
 def set_inventory_hash(session, hostname, inventory_hash):

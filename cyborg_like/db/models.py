@@ -55,6 +55,13 @@ class Device(TimestampMixin, Base):
     status: orm.Mapped[str] = orm.mapped_column(
         sa.String(30), default='enabled')
     generation: orm.Mapped[int] = orm.mapped_column(default=0)
+    # The latest heartbeat's reading: healthy, unhealthy or unknown.
+    health: orm.Mapped[str] = orm.mapped_column(
+        sa.String(16), default='unknown', server_default='unknown')
+    health_reasons: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
+    utilization: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
+    health_updated_at: orm.Mapped[datetime.datetime | None] = \
+        orm.mapped_column(sa.DateTime)
 
     controlpath_ids: orm.Mapped[list['ControlpathID']] = orm.relationship(
         back_populates='device', cascade='all, delete-orphan',
@@ -201,3 +208,21 @@ class Operation(TimestampMixin, Base):
     state: orm.Mapped[str] = orm.mapped_column(sa.String(16))
     detail: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
     project_id: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
+
+
+class DeviceMetric(Base):
+    """One heartbeat's reading of a device, kept for a bounded time."""
+
+    __tablename__ = 'device_metrics'
+    __table_args__ = (
+        sa.Index('device_metrics_device_id_recorded_at_idx', 'device_id',
+                 'recorded_at'),
+        sa.Index('device_metrics_recorded_at_idx', 'recorded_at'),
+    )
+    id: orm.Mapped[int] = orm.mapped_column(primary_key=True)
+    device_id: orm.Mapped[int] = orm.mapped_column(
+        sa.ForeignKey('devices.id', ondelete='CASCADE'))
+    recorded_at: orm.Mapped[datetime.datetime] = orm.mapped_column(
+        sa.DateTime)
+    healthy: orm.Mapped[bool] = orm.mapped_column()
+    utilization: orm.Mapped[str | None] = orm.mapped_column(sa.Text)

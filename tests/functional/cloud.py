@@ -48,6 +48,7 @@ class Cloud:
                        group='database')
         self._override('auth_strategy', 'noauth', group='api')
         self._override('conductor_timeout', 10, group='api')
+        self._override('heartbeat_flush_interval', 0.1, group='conductor')
         self._override('inventory_file', self.inventory_file,
                        group='fake_driver')
         bitstreams = os.path.join(self._tmp.name, 'bitstreams')
@@ -68,6 +69,8 @@ class Cloud:
             service.start()
         self.app = app.setup_app(CONF, self.conductor_api)
         self.wait_for(lambda: self.list_devices())
+        self.wait_for(lambda: [h for h in self.conductor_api.list_hosts(
+            context.get_admin_context()) if h['state'] == 'up'])
         return self
 
     def stop(self):

@@ -10,6 +10,7 @@ from cyborg_like.common import inventory as wire
 from cyborg_like.db import api as db_api
 from cyborg_like.db import deployables
 from cyborg_like.db import devices
+from cyborg_like.db import heartbeats
 from cyborg_like.db import hosts
 from cyborg_like.db import inventory
 
@@ -114,17 +115,72 @@ def test_failure_mid_reconcile_leaves_no_half_state(migrated_db):
     assert len(deployables.list_deployables({}, 10)) == 1
 
 
+def _beat(host, health=(), when=None):
+    return {'host': host, 'agent_version': '1.0', 'inventory_hash': None,
+            'health': list(health), 'received_at': when or hosts.utcnow()}
+
+
 def test_inventory_hash_and_heartbeat(migrated_db):
-    assert hosts.record_heartbeat('h1', '1.0') is None
+    stored, _ = heartbeats.ingest([_beat('h1')], retention=60)
+    assert stored == {'h1': None}
     devs = [_gpu(1)]
     _apply('h1', devs)
-    assert hosts.record_heartbeat('h1', '1.0') == wire.fingerprint(devs)
+    stored, _ = heartbeats.ingest([_beat('h1'), _beat('h2')], retention=60)
+    assert stored == {'h1': wire.fingerprint(devs), 'h2': None}
     listed = hosts.list_hosts(down_after=60)
-    assert [(h['hostname'], h['state']) for h in listed] == [('h1', 'up')]
+    assert [(h['hostname'], h['state']) for h in listed] == [
+        ('h1', 'up'), ('h2', 'up')]
+
+
+def _reading(n, healthy=True, gpu=50):
+    return {'controlpath_id': _gpu(n)['controlpath_id'], 'healthy': healthy,
+            'reasons': [] if healthy else ['2 uncorrectable ECC errors'],
+            'utilization': {'gpu_percent': gpu}}
+
+
+def test_health_flips_are_reported_once_and_history_kept(migrated_db):
+    _apply('h1', [_gpu(1), _gpu(2)])
+    _, changed = heartbeats.ingest(
+        [_beat('h1', [_reading(1), _reading(2)])], retention=60)
+    assert sorted(c[2] for c in changed) == ['healthy', 'healthy']
+    _, changed = heartbeats.ingest(
+        [_beat('h1', [_reading(1, gpu=70), _reading(2, healthy=False)])],
+        retention=60)
+    assert [(c[2], c[3]) for c in changed] == [
+        ('unhealthy', ['2 uncorrectable ECC errors'])]
+    gpu1 = next(d for d in _all() if d['model'] == 'GPU1')
+    health = heartbeats.device_health(gpu1['uuid'], history_limit=10)
+    assert health['health'] == 'healthy'
+    assert health['utilization'] == {'gpu_percent': 70}
+    assert [h['utilization']['gpu_percent'] for h in health['history']] == \
+        [70, 50]
+
+
+def test_history_older_than_retention_is_dropped(migrated_db):
+    _apply('h1', [_gpu(1)])
+    old = hosts.utcnow().replace(year=2000)
+    heartbeats.ingest([_beat('h1', [_reading(1)], when=old)], retention=60)
+    heartbeats.ingest([_beat('h1', [_reading(1, gpu=9)])], retention=60)
+    uuid = _all()[0]['uuid']
+    history = heartbeats.device_health(uuid, 10)['history']
+    assert [h['utilization']['gpu_percent'] for h in history] == [9]
+
+
+@pytest.mark.parametrize('hosts_count', [2, 30])
+def test_heartbeat_batches_cost_the_same_queries(migrated_db, hosts_count):
+    for n in range(hosts_count):
+        _apply('h%d' % n, [_gpu(1), _gpu(2)])
+    batch = [_beat('h%d' % n, [_reading(1), _reading(2)])
+             for n in range(hosts_count)]
+    with count_queries() as queries:
+        heartbeats.ingest(batch, retention=60)
+    # Hosts (select, update, select hashes), devices (select), health
+    # (update, insert: one executemany each), pruning (delete).
+    assert queries['n'] <= 7, queries['statements']
 
 
 def test_host_without_recent_heartbeat_is_down(migrated_db):
-    hosts.record_heartbeat('h1', '1.0')
+    heartbeats.ingest([_beat('h1')], retention=60)
     with db_api.writer() as session:
         from cyborg_like.db import models
         session.execute(sa.update(models.Host).values(

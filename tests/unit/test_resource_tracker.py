@@ -17,16 +17,22 @@ class Conductor:
         self.reports.append(devices)
         return {'added': len(devices)}
 
-    def heartbeat(self, ctxt, host, agent_version, inventory_hash):
-        self.heartbeats.append(inventory_hash)
+    def heartbeat(self, ctxt, host, agent_version, inventory_hash, health):
+        self.heartbeats.append((inventory_hash, health))
 
 
-class Flaky(base.AcceleratorDriver):
+class Flaky(base.AcceleratorDriver, base.HealthReporting):
     name = 'flaky'
 
     def __init__(self, conf):
         super().__init__(conf)
         self.fail = False
+
+    def health(self):
+        if self.fail:
+            raise RuntimeError('NVML went away')
+        return [base.DeviceHealth(self.discover()[0].controlpath_id,
+                                  utilization={'gpu_percent': 3})]
 
     def discover(self):
         if self.fail:
@@ -51,7 +57,8 @@ def test_reports_only_changes():
     assert tracker.update_inventory(force=True) is True
     assert len(conductor.reports) == 2
     tracker.heartbeat()
-    assert conductor.heartbeats == [tracker._reported_hash]
+    # The fake driver reports no health; its devices are "unknown".
+    assert conductor.heartbeats == [(tracker._reported_hash, [])]
 
 
 def test_failing_driver_keeps_its_devices_and_spares_the_others():
@@ -89,3 +96,15 @@ def test_enabled_drivers_load_through_stevedore():
         CONF.clear_override('enabled_drivers', group='agent')
     assert list(drivers) == ['fake']
     assert isinstance(drivers['fake'], fake.FakeDriver)
+
+
+def test_health_comes_from_drivers_that_report_it():
+    flaky = Flaky(CONF)
+    tracker, conductor = _tracker({'fake': fake.FakeDriver(CONF),
+                                   'flaky': flaky})
+    tracker.heartbeat()
+    [(_, health)] = conductor.heartbeats
+    assert [h['utilization'] for h in health] == [{'gpu_percent': 3}]
+    flaky.fail = True
+    tracker.heartbeat()      # a failing driver does not stop the heartbeat
+    assert conductor.heartbeats[-1][1] == []

@@ -10,6 +10,7 @@ from cyborg_like.api.controllers.v2 import attributes
 from cyborg_like.api.controllers.v2 import deployables
 from cyborg_like.api.controllers.v2 import device_profiles
 from cyborg_like.api.controllers.v2 import devices
+from cyborg_like.api.controllers.v2 import hosts
 from cyborg_like.api.controllers.v2 import operations
 
 
@@ -33,6 +34,7 @@ class V2Controller(rest.RestController):
         accelerator_requests.AcceleratorRequestsController()
     attributes = attributes.AttributesController()
     operations = operations.OperationsController()
+    hosts = hosts.HostsController()
 
     @pecan.expose('json')
     def get(self):

@@ -4,10 +4,17 @@ import pecan
 from pecan import rest
 
 from cyborg_like.api import microversion
+from cyborg_like.api import validation
 from cyborg_like.api.controllers import listing
 from cyborg_like.common import listing as fields
 
 RESOURCE = 'devices'
+_HEALTH_QUERY = {
+    'type': 'object',
+    'properties': {'history': {'type': 'string',
+                               'pattern': '^([0-9]|[1-9][0-9]{1,2}|1000)$'}},
+    'additionalProperties': False,
+}
 _FIELDS = ('uuid', 'type', 'vendor', 'model', 'std_board_info',
            'vendor_board_info', 'hostname', 'created_at', 'updated_at')
 
@@ -21,7 +28,8 @@ def _view(device):
 
 
 class DevicesController(rest.RestController):
-    _custom_actions = {'disable': ['POST'], 'enable': ['POST']}
+    _custom_actions = {'disable': ['POST'], 'enable': ['POST'],
+                       'health': ['GET']}
 
     @pecan.expose('json')
     def get_all(self, **params):
@@ -46,3 +54,10 @@ class DevicesController(rest.RestController):
     def enable(self, uuid):
         return _view(pecan.request.conductor_api.set_device_status(
             pecan.request.context, uuid, 'enabled'))
+
+    @pecan.expose('json')
+    def health(self, uuid, **params):
+        """The latest health and utilization, and recent readings (ours)."""
+        validation.validate(_HEALTH_QUERY, params)
+        return pecan.request.conductor_api.get_device_health(
+            pecan.request.context, uuid, int(params.get('history', 60)))

@@ -1,0 +1,103 @@
+"""Gathering agents' heartbeats and writing them in batches.
+
+An agent's heartbeat answers at once; a thread writes what came in during
+the last [conductor] heartbeat_flush_interval in one transaction (only the
+latest beat of each host matters). Then the conductor asks agents whose
+inventory it does not hold to send it, and announces devices whose health
+changed.
+"""
+
+import threading
+
+from oslo_db import exception as db_exc
+from oslo_log import log as logging
+
+from cyborg_like.db import heartbeats
+from cyborg_like.db import hosts
+
+LOG = logging.getLogger(__name__)
+
+
+class HeartbeatCollector:
+    def __init__(self, conf, agent_api, notifier):
+        self.conf = conf
+        self.agent_api = agent_api
+        self.notifier = notifier
+        self._pending = {}
+        self._lock = threading.Lock()
+        self._stopped = threading.Event()
+        self._thread = None
+
+    def add(self, context, host, agent_version, inventory_hash, health):
+        with self._lock:
+            self._pending[host] = {
+                'host': host, 'agent_version': agent_version,
+                'inventory_hash': inventory_hash, 'health': health,
+                'received_at': hosts.utcnow(), 'context': context}
+
+    def start(self):
+        self._thread = threading.Thread(target=self._run,
+                                        name='heartbeat-writer', daemon=True)
+        self._thread.start()
+
+    def stop(self):
+        self._stopped.set()
+        if self._thread is not None:
+            self._thread.join()
+        self.flush()
+
+    def _run(self):
+        while not self._stopped.wait(self.conf.conductor
+                                     .heartbeat_flush_interval):
+            try:
+                self.flush()
+            except Exception:
+                LOG.exception('Could not write heartbeats; will retry')
+
+    def flush(self):
+        with self._lock:
+            beats, self._pending = self._pending, {}
+        if not beats:
+            return
+        try:
+            stored, changed = self._ingest(list(beats.values()))
+        except Exception:
+            self._requeue(beats)
+            raise
+        for beat in beats.values():
+            if stored.get(beat['host']) != beat['inventory_hash']:
+                # We hold another inventory than the agent does (a new
+                # host, a lost report, a restored database): ask again.
+                LOG.info('Inventory of host %s is out of date, asking for '
+                         'it', beat['host'])
+                self.agent_api.resync_inventory(beat['context'],
+                                                beat['host'])
+        for uuid, host, health, reasons in changed:
+            self._announce(beats[host]['context'], uuid, host, health,
+                           reasons)
+
+    def _ingest(self, beats):
+        retention = self.conf.conductor.metrics_retention
+        try:
+            return heartbeats.ingest(beats, retention)
+        except (db_exc.DBDuplicateEntry, db_exc.DBDeadlock):
+            # Another conductor added one of these hosts meanwhile.
+            return heartbeats.ingest(beats, retention)
+
+    def _requeue(self, beats):
+        with self._lock:
+            for host, beat in beats.items():
+                self._pending.setdefault(host, beat)
+
+    def _announce(self, context, uuid, host, health, reasons):
+        payload = {'device_uuid': uuid, 'hostname': host, 'health': health,
+                   'reasons': reasons}
+        if health == heartbeats.UNHEALTHY:
+            LOG.warning('Device %s on %s is unhealthy: %s; it will not be '
+                        'bound', uuid, host, '; '.join(reasons))
+            self.notifier.error(context, 'accelerator.device.health.changed',
+                                payload)
+        else:
+            LOG.info('Device %s on %s is %s', uuid, host, health)
+            self.notifier.info(context, 'accelerator.device.health.changed',
+                               payload)

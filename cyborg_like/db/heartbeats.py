@@ -1,0 +1,129 @@
+"""Heartbeats in batches: hosts' last contact and devices' health.
+
+The conductor gathers heartbeats for a moment and writes them here in one
+transaction, with a fixed number of statements whatever the batch holds
+(executemany for the rows), so thousands of device readings a second cost
+a handful of round trips.
+"""
+
+import datetime
+import json
+
+import sqlalchemy as sa
+
+from cyborg_like.common import exception
+from cyborg_like.common import inventory as wire
+from cyborg_like.db import api
+from cyborg_like.db import hosts
+from cyborg_like.db import models
+
+HEALTHY, UNHEALTHY = 'healthy', 'unhealthy'
+
+
+def ingest(beats, retention):
+    """Apply ``beats``, the latest heartbeat of each host.
+
+    Each beat is ``{'host', 'agent_version', 'inventory_hash', 'health':
+    [DeviceHealth dicts], 'received_at': datetime}``. Returns the inventory
+    hash the database holds for each host, and the devices whose health
+    changed as ``(uuid, hostname, new health, reasons)``.
+    """
+    if not beats:
+        return {}, []
+    with api.writer() as session:
+        stored = _touch_hosts(session, beats)
+        devices = _devices_of(session, [b['host'] for b in beats])
+        changed = _apply_health(session, beats, devices)
+        cutoff = hosts.utcnow() - datetime.timedelta(seconds=retention)
+        session.execute(sa.delete(models.DeviceMetric).where(
+            models.DeviceMetric.recorded_at < cutoff))
+    return stored, changed
+
+
+def _touch_hosts(session, beats):
+    names = [b['host'] for b in beats]
+    known = dict(session.execute(
+        sa.select(models.Host.hostname, models.Host.id)
+        .where(models.Host.hostname.in_(names))).all())
+    new = [{'hostname': b['host'], 'created_at': b['received_at']}
+           for b in beats if b['host'] not in known]
+    if new:
+        # Two conductors may add one host at once; the loser's transaction
+        # fails and its batch is retried by the caller.
+        session.execute(sa.insert(models.Host), new)
+        known.update(session.execute(
+            sa.select(models.Host.hostname, models.Host.id)
+            .where(models.Host.hostname.in_(names))).all())
+    session.execute(sa.update(models.Host), [
+        {'id': known[b['host']], 'last_heartbeat': b['received_at'],
+         'agent_version': b['agent_version']} for b in beats])
+    return dict(session.execute(
+        sa.select(models.Host.hostname, models.Host.inventory_hash)
+        .where(models.Host.hostname.in_(names))).all())
+
+
+def _devices_of(session, names):
+    rows = session.execute(
+        sa.select(models.Device.id, models.Device.uuid,
+                  models.Device.hostname, models.Device.health,
+                  models.ControlpathID.cpid_type,
+                  models.ControlpathID.cpid_info)
+        .join(models.ControlpathID)
+        .where(models.Device.hostname.in_(names))).all()
+    return {(r.hostname, wire.canonical({
+        'cpid_type': r.cpid_type, 'cpid_info': json.loads(r.cpid_info)})): r
+        for r in rows}
+
+
+def _apply_health(session, beats, devices):
+    updates, metrics, changed = [], [], []
+    for beat in beats:
+        for reading in beat.get('health') or ():
+            key = (beat['host'], wire.canonical(reading['controlpath_id']))
+            device = devices.get(key)
+            if device is None:
+                continue    # not reported yet; the inventory will follow
+            health = HEALTHY if reading['healthy'] else UNHEALTHY
+            utilization = json.dumps(reading.get('utilization') or {})
+            updates.append({
+                'id': device.id, 'health': health,
+                'health_reasons': json.dumps(reading.get('reasons') or []),
+                'utilization': utilization,
+                'health_updated_at': beat['received_at']})
+            metrics.append({
+                'device_id': device.id, 'recorded_at': beat['received_at'],
+                'healthy': reading['healthy'], 'utilization': utilization})
+            if health != device.health:
+                changed.append((device.uuid, beat['host'], health,
+                                reading.get('reasons') or []))
+    if updates:
+        session.execute(sa.update(models.Device), updates)
+        session.execute(sa.insert(models.DeviceMetric), metrics)
+    return changed
+
+
+def device_health(uuid, history_limit):
+    """The latest reading of a device and its recent history, newest
+    first."""
+    with api.reader() as session:
+        device = session.scalars(sa.select(models.Device).where(
+            models.Device.uuid == uuid)).first()
+        if device is None:
+            raise exception.DeviceNotFound(uuid=uuid)
+        history = session.scalars(
+            sa.select(models.DeviceMetric)
+            .where(models.DeviceMetric.device_id == device.id)
+            .order_by(models.DeviceMetric.recorded_at.desc(),
+                      models.DeviceMetric.id.desc())
+            .limit(history_limit)).all()
+        return {
+            'device_uuid': device.uuid,
+            'health': device.health,
+            'reasons': json.loads(device.health_reasons or '[]'),
+            'utilization': json.loads(device.utilization or '{}'),
+            'updated_at': api.isotime(device.health_updated_at),
+            'history': [{'recorded_at': api.isotime(m.recorded_at),
+                         'healthy': m.healthy,
+                         'utilization': json.loads(m.utilization or '{}')}
+                        for m in history],
+        }
