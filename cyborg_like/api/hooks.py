@@ -7,6 +7,10 @@ from cyborg_like.api import microversion
 from cyborg_like.common import context
 
 
+# The project of noauth callers that name none (X-Project-Id).
+NOAUTH_PROJECT = 'noauth'
+
+
 class ContextHook(hooks.PecanHook):
     """Builds the request context from what auth put in the headers."""
 
@@ -15,10 +19,13 @@ class ContextHook(hooks.PecanHook):
 
     def before(self, state):
         ctx = context.RequestContext.from_environ(state.request.environ)
-        if self.noauth and not ctx.roles:
-            # No authentication: the caller is whoever it says, as admin.
-            ctx.roles = ['admin']
-            ctx.is_admin = True
+        if self.noauth:
+            # No authentication: the caller is whoever its X-Project-Id and
+            # X-Roles headers say, by default an admin of NOAUTH_PROJECT.
+            ctx.project_id = ctx.project_id or NOAUTH_PROJECT
+            if not ctx.roles:
+                ctx.roles = ['admin', 'member', 'reader']
+        ctx.is_admin = 'admin' in ctx.roles
         state.request.context = ctx
 
 

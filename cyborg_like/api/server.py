@@ -1,11 +1,27 @@
 """The API's built-in HTTP server (cheroot, threaded)."""
 
+import ipaddress
 import threading
 
 from cheroot import wsgi
 from oslo_log import log as logging
 
 LOG = logging.getLogger(__name__)
+
+
+def check_exposure(conf):
+    """Refuse to serve without authentication beyond loopback."""
+    if conf.api.auth_strategy != 'noauth' or \
+            conf.api.allow_noauth_on_public_address:
+        return
+    host = conf.api.host_ip
+    if host == 'localhost' or ipaddress.ip_address(host).is_loopback:
+        return
+    raise SystemExit(
+        'Refusing to serve the API on %s with [api] auth_strategy = noauth: '
+        'anyone reaching it would be an admin. Use auth_strategy = keystone, '
+        'listen on 127.0.0.1, or set [api] allow_noauth_on_public_address.'
+        % host)
 
 
 class APIServer:

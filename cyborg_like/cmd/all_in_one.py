@@ -30,6 +30,7 @@ def build_services(conf):
     from cyborg_like.api import app
     from cyborg_like.api import server
     from cyborg_like.conductor import service as conductor_service
+    server.check_exposure(conf)
     _prepare_database(conf)
     return [conductor_service.ConductorService(),
             agent_service.AgentService(),

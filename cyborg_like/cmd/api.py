@@ -10,6 +10,7 @@ from cyborg_like.common import service
 
 def main():
     conf = common.prepare(sys.argv[1:])
+    server.check_exposure(conf)
     api = server.APIServer(app.setup_app(conf), conf.api.host_ip,
                            conf.api.port, conf.api.threads)
     service.run([api])

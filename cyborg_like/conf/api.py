@@ -23,6 +23,12 @@ opts = [
                                    'made as an admin. For the all-in-one and '
                                    'tests only.')],
                help='How API requests are authenticated.'),
+    cfg.BoolOpt('allow_noauth_on_public_address',
+                default=False,
+                help='Let the API run with auth_strategy = noauth while '
+                     'listening on an address other than loopback. Anyone '
+                     'who reaches it is then an admin: only for isolated '
+                     'test networks.'),
     cfg.FloatOpt('conductor_timeout',
                  default=30.0, min=0.1,
                  help='Seconds an API request waits for the conductor to '

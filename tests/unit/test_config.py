@@ -29,3 +29,28 @@ def test_committed_sample_is_current(tmp_path):
     assert generated.read_text() == committed, (
         'etc/cyborg_like/cyborg_like.conf.sample is stale: run '
         '"tox -e genconfig" (or tools/genconfig.sh) and commit the result')
+
+
+def test_noauth_is_refused_beyond_loopback():
+    import pytest
+    from cyborg_like.api import server
+    from cyborg_like.conf import CONF
+    CONF.set_override('auth_strategy', 'noauth', group='api')
+    try:
+        for address in ('127.0.0.1', '::1', 'localhost'):
+            CONF.set_override('host_ip', address, group='api')
+            server.check_exposure(CONF)
+        CONF.set_override('host_ip', '0.0.0.0', group='api')
+        with pytest.raises(SystemExit, match='Refusing'):
+            server.check_exposure(CONF)
+        CONF.set_override('allow_noauth_on_public_address', True,
+                          group='api')
+        server.check_exposure(CONF)
+        CONF.set_override('auth_strategy', 'keystone', group='api')
+        CONF.set_override('allow_noauth_on_public_address', False,
+                          group='api')
+        server.check_exposure(CONF)
+    finally:
+        for name in ('auth_strategy', 'host_ip',
+                     'allow_noauth_on_public_address'):
+            CONF.clear_override(name, group='api')

@@ -10,6 +10,7 @@ from pecan import rest
 import webob.exc
 
 from cyborg_like.api import microversion
+from cyborg_like.api import policy
 from cyborg_like.api import validation
 from cyborg_like.api.controllers import listing
 from cyborg_like.api.schemas import accelerator_requests as schema
@@ -63,6 +64,7 @@ class AcceleratorRequestsController(rest.RestController):
 
     @pecan.expose('json')
     def post(self):
+        policy.authorize('cyborg:arq:create', pecan.request.context)
         body = validation.body(pecan.request, schema.CREATE)
         created = pecan.request.conductor_api.create_arqs(
             pecan.request.context, body['device_profile_name'],
@@ -72,6 +74,7 @@ class AcceleratorRequestsController(rest.RestController):
 
     @pecan.expose('json')
     def get_all(self, **params):
+        policy.authorize('cyborg:arq:get_all', pecan.request.context)
         bind_state = params.pop('bind_state', None)
         if bind_state not in (None, 'resolved'):
             raise webob.exc.HTTPBadRequest(
@@ -93,12 +96,14 @@ class AcceleratorRequestsController(rest.RestController):
 
     @pecan.expose('json')
     def get_one(self, uuid):
+        policy.authorize('cyborg:arq:get_one', pecan.request.context)
         return _view(pecan.request.conductor_api.get_arq(
             pecan.request.context, uuid))
 
     @pecan.expose('json')
     def patch(self, uuid=None):
         """Bulk: PATCH / with {uuid: [ops]}; one: PATCH /<uuid> [ops]."""
+        policy.authorize('cyborg:arq:update', pecan.request.context)
         if uuid is None:
             patches = validation.body(pecan.request, schema.PATCH_MANY)
         else:
@@ -115,6 +120,7 @@ class AcceleratorRequestsController(rest.RestController):
     @pecan.expose('json')
     def delete(self, uuid=None, arqs=None, instance=None):
         """DELETE ?arqs=<uuid>,<uuid> or ?instance=<uuid> (or /<uuid>)."""
+        policy.authorize('cyborg:arq:delete', pecan.request.context)
         uuids = [uuid] if uuid else [a for a in (arqs or '').split(',') if a]
         if bool(uuids) == bool(instance):
             raise webob.exc.HTTPBadRequest(

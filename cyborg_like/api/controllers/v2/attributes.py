@@ -4,6 +4,7 @@ import pecan
 from pecan import rest
 import webob.exc
 
+from cyborg_like.api import policy
 from cyborg_like.api import validation
 from cyborg_like.api.controllers import listing
 from cyborg_like.api.schemas import attributes as schema
@@ -20,6 +21,7 @@ class AttributesController(rest.RestController):
 
     @pecan.expose('json')
     def get_all(self, **params):
+        policy.authorize('cyborg:attribute:get_all', pecan.request.context)
         query = listing.ListQuery(params, schema.LIST_FILTERS,
                                   schema.SORT_KEYS)
         filters = dict(query.filters)
@@ -35,11 +37,13 @@ class AttributesController(rest.RestController):
 
     @pecan.expose('json')
     def get_one(self, uuid):
+        policy.authorize('cyborg:attribute:get_one', pecan.request.context)
         return _view(pecan.request.conductor_api.get_attribute(
             pecan.request.context, uuid))
 
     @pecan.expose('json')
     def post(self):
+        policy.authorize('cyborg:attribute:create', pecan.request.context)
         body = validation.body(pecan.request, schema.CREATE)
         created = pecan.request.conductor_api.create_attribute(
             pecan.request.context, body['deployable_id'], body['key'],
@@ -49,6 +53,7 @@ class AttributesController(rest.RestController):
 
     @pecan.expose('json')
     def delete(self, uuid):
+        policy.authorize('cyborg:attribute:delete', pecan.request.context)
         pecan.request.conductor_api.delete_attribute(pecan.request.context,
                                                      uuid)
         pecan.response.status = 204

@@ -3,6 +3,7 @@
 import pecan
 from pecan import rest
 
+from cyborg_like.api import policy
 from cyborg_like.api import validation
 from cyborg_like.api.controllers import listing
 from cyborg_like.api.controllers.v2 import operations
@@ -33,6 +34,7 @@ class DeployablesController(rest.RestController):
 
     @pecan.expose('json')
     def get_all(self, **params):
+        policy.authorize('cyborg:deployable:get_all', pecan.request.context)
         query = listing.ListQuery(params, fields.DEPLOYABLE_FILTERS,
                                   fields.DEPLOYABLE_SORT_KEYS)
         deployables = pecan.request.conductor_api.list_deployables(
@@ -41,6 +43,7 @@ class DeployablesController(rest.RestController):
 
     @pecan.expose('json')
     def get_one(self, uuid):
+        policy.authorize('cyborg:deployable:get_one', pecan.request.context)
         return _view(pecan.request.conductor_api.get_deployable(
             pecan.request.context, uuid))
 
@@ -51,6 +54,7 @@ class DeployablesController(rest.RestController):
         The body is Cyborg's; the bitstream id names a file in the host's
         [agent] bitstream_dir.
         """
+        policy.authorize('cyborg:deployable:program', pecan.request.context)
         body = validation.body(pecan.request, schema.PROGRAM)
         started = pecan.request.conductor_api.program_deployable(
             pecan.request.context, uuid, schema.bitstream_id(body))

@@ -5,6 +5,7 @@ from pecan import rest
 from oslo_utils import uuidutils
 
 from cyborg_like.api import microversion
+from cyborg_like.api import policy
 from cyborg_like.api import validation
 from cyborg_like.api.controllers import listing
 from cyborg_like.api.schemas import device_profiles as schema
@@ -28,6 +29,8 @@ class DeviceProfilesController(rest.RestController):
 
     @pecan.expose('json')
     def post(self):
+        policy.authorize('cyborg:device_profile:create',
+                         pecan.request.context)
         document = validation.body(pecan.request, schema.CREATE)
         profile = document[0] if isinstance(document, list) else document
         created = pecan.request.conductor_api.create_device_profile(
@@ -38,6 +41,8 @@ class DeviceProfilesController(rest.RestController):
 
     @pecan.expose('json')
     def get_all(self, **params):
+        policy.authorize('cyborg:device_profile:get_all',
+                         pecan.request.context)
         query = listing.ListQuery(params, schema.LIST_FILTERS,
                                   schema.SORT_KEYS)
         names = _names(query.filters.get('name', ''))
@@ -48,6 +53,8 @@ class DeviceProfilesController(rest.RestController):
 
     @pecan.expose('json')
     def get_one(self, uuid_or_name):
+        policy.authorize('cyborg:device_profile:get_one',
+                         pecan.request.context)
         api = pecan.request.conductor_api
         if uuidutils.is_uuid_like(uuid_or_name):
             profile = api.get_device_profile(pecan.request.context,
@@ -61,6 +68,8 @@ class DeviceProfilesController(rest.RestController):
     @pecan.expose('json')
     def delete(self, value=None):
         """DELETE /{uuid}, /{name,name} or ?value=name,name (Cyborg's)."""
+        policy.authorize('cyborg:device_profile:delete',
+                         pecan.request.context)
         if not value:
             raise pecan.abort(400, 'Name the profiles to delete: '
                                    '/v2/device_profiles/<uuid> or '

@@ -4,6 +4,7 @@ import pecan
 from pecan import rest
 
 from cyborg_like.api import microversion
+from cyborg_like.api import policy
 from cyborg_like.api import validation
 from cyborg_like.api.controllers import listing
 from cyborg_like.common import listing as fields
@@ -33,6 +34,7 @@ class DevicesController(rest.RestController):
 
     @pecan.expose('json')
     def get_all(self, **params):
+        policy.authorize('cyborg:device:get_all', pecan.request.context)
         query = listing.ListQuery(params, fields.DEVICE_FILTERS,
                                   fields.DEVICE_SORT_KEYS)
         devices = pecan.request.conductor_api.list_devices(
@@ -41,23 +43,27 @@ class DevicesController(rest.RestController):
 
     @pecan.expose('json')
     def get_one(self, uuid):
+        policy.authorize('cyborg:device:get_one', pecan.request.context)
         return _view(pecan.request.conductor_api.get_device(
             pecan.request.context, uuid))
 
     @pecan.expose('json')
     def disable(self, uuid):
         """Take a device out of service: it is not bound until enabled."""
+        policy.authorize('cyborg:device:disable', pecan.request.context)
         return _view(pecan.request.conductor_api.set_device_status(
             pecan.request.context, uuid, 'maintaining'))
 
     @pecan.expose('json')
     def enable(self, uuid):
+        policy.authorize('cyborg:device:enable', pecan.request.context)
         return _view(pecan.request.conductor_api.set_device_status(
             pecan.request.context, uuid, 'enabled'))
 
     @pecan.expose('json')
     def health(self, uuid, **params):
         """The latest health and utilization, and recent readings (ours)."""
+        policy.authorize('cyborg:device:get_one', pecan.request.context)
         validation.validate(_HEALTH_QUERY, params)
         return pecan.request.conductor_api.get_device_health(
             pecan.request.context, uuid, int(params.get('history', 60)))

@@ -3,10 +3,13 @@
 import pecan
 from pecan import rest
 
+from cyborg_like.api import policy
+
 
 class HostsController(rest.RestController):
 
     @pecan.expose('json')
     def get_all(self):
+        policy.authorize('cyborg:host:get_all', pecan.request.context)
         return {'hosts': pecan.request.conductor_api.list_hosts(
             pecan.request.context)}

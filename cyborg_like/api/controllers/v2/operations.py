@@ -3,6 +3,7 @@
 import pecan
 from pecan import rest
 
+from cyborg_like.api import policy
 from cyborg_like.api.controllers import listing
 
 RESOURCE = 'operations'
@@ -19,6 +20,7 @@ class OperationsController(rest.RestController):
 
     @pecan.expose('json')
     def get_all(self, **params):
+        policy.authorize('cyborg:operation:get', pecan.request.context)
         query = listing.ListQuery(params, FILTERS, SORT_KEYS)
         found = pecan.request.conductor_api.list_operations(
             pecan.request.context, **query.as_kwargs())
@@ -26,5 +28,6 @@ class OperationsController(rest.RestController):
 
     @pecan.expose('json')
     def get_one(self, uuid):
+        policy.authorize('cyborg:operation:get', pecan.request.context)
         return view(pecan.request.conductor_api.get_operation(
             pecan.request.context, uuid))

@@ -1,0 +1,47 @@
+"""Policy enforcement at the API edge (oslo.policy, rules in code)."""
+
+import threading
+
+from oslo_policy import opts as policy_opts
+from oslo_policy import policy
+import webob.exc
+
+from cyborg_like import policies
+from cyborg_like.conf import CONF
+
+# Secure RBAC: the new defaults and scope checks are on.
+policy_opts.set_defaults(CONF, enforce_scope=True,
+                         enforce_new_defaults=True)
+
+_ENFORCER = None
+_LOCK = threading.Lock()
+
+
+def get_enforcer():
+    """The enforcer; also the oslopolicy-* tools' entry point."""
+    global _ENFORCER
+    with _LOCK:
+        if _ENFORCER is None:
+            _ENFORCER = policy.Enforcer(CONF)
+            _ENFORCER.register_defaults(policies.list_rules())
+        return _ENFORCER
+
+
+def reset():
+    global _ENFORCER
+    with _LOCK:
+        _ENFORCER = None
+
+
+def authorize(rule, context, target=None):
+    """403 unless ``context`` may do ``rule`` on ``target``.
+
+    The default target is the caller's own project, which is what list
+    operations act on: the conductor scopes their queries to it.
+    """
+    target = target or {'project_id': context.project_id}
+    try:
+        get_enforcer().authorize(rule, target, context, do_raise=True)
+    except (policy.PolicyNotAuthorized, policy.InvalidScope):
+        raise webob.exc.HTTPForbidden(
+            detail="Policy doesn't allow %s to be performed." % rule)

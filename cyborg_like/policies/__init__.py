@@ -1,0 +1,14 @@
+"""Every API policy rule, declared in code (one module per noun)."""
+
+from cyborg_like.policies import accelerator_requests
+from cyborg_like.policies import attributes
+from cyborg_like.policies import base
+from cyborg_like.policies import deployables
+from cyborg_like.policies import device_profiles
+from cyborg_like.policies import devices
+
+
+def list_rules():
+    return (base.rules + devices.rules + deployables.rules +
+            device_profiles.rules + accelerator_requests.rules +
+            attributes.rules)
