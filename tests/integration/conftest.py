@@ -1,0 +1,83 @@
+"""Fixtures of the integration tests; the machinery is in infra.py."""
+
+import sys
+
+import pytest
+
+from .infra import BACKENDS
+from .infra import BASE_INVENTORY
+from .infra import Deployment
+from .infra import LOG_TAIL_LINES
+from .infra import fresh_database
+from .infra import rabbitmq_vhost
+
+
+@pytest.fixture(scope='module', params=BACKENDS)
+def deployment(request, tmp_path_factory):
+    """Conductor, agent and API on a fresh vhost and database, per module
+    and backend; the inventory of the fake driver is BASE_INVENTORY and
+    already visible through the API when the test starts.
+    """
+    backend = request.param
+    workdir = str(tmp_path_factory.mktemp('deployment-%s' % backend))
+    with rabbitmq_vhost() as transport_url, \
+            fresh_database(backend) as db_url:
+        dep = Deployment(backend, workdir, transport_url, db_url)
+        try:
+            try:
+                dep.dbsync('upgrade')
+                dep.start()
+                count = len(BASE_INVENTORY['devices'])
+                dep.wait_for_devices(
+                    lambda devices: len(devices) == count,
+                    'The devices of the fake driver never appeared through '
+                    'the API')
+            except BaseException:
+                # Shown by pytest as "Captured stderr setup".
+                _print_logs(dep)
+                raise
+            yield dep
+        finally:
+            dep.close()
+
+
+def _print_logs(dep):
+    for name, text in dep.logs().items():
+        sys.stderr.write('----- cyborg-like-%s log (%s, last %d lines of %s)'
+                         '\n%s\n' % (name, dep.backend, LOG_TAIL_LINES,
+                                      dep.services[name].log_path, text))
+
+
+@pytest.fixture(autouse=True)
+def _deployment_running(request):
+    """Before each test: every service of a shared deployment is up (a
+    failed test may have left one stopped); restart what is not.
+    """
+    if 'deployment' in request.fixturenames:
+        dep = request.getfixturevalue('deployment')
+        for name in ('conductor', 'agent', 'api'):
+            if not dep.services[name].running:
+                dep.services[name].stop()
+                dep.services[name].start()
+    yield
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    if report.failed:
+        dep = getattr(item, 'funcargs', {}).get('deployment')
+        if isinstance(dep, Deployment):
+            for name, text in dep.logs().items():
+                report.sections.append((
+                    'cyborg-like-%s log (%s, last %d lines of %s)'
+                    % (name, dep.backend, LOG_TAIL_LINES,
+                       dep.services[name].log_path), text))
+    return report
+
+
+@pytest.fixture(params=BACKENDS)
+def empty_database(request):
+    """(backend, URL) of a fresh database with no tables; dropped after."""
+    with fresh_database(request.param) as url:
+        yield request.param, url

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Integration tests: API, conductor and agent as separate processes against
+# the real RabbitMQ (127.0.0.1:5672, guest), MariaDB (127.0.0.1:3306, root)
+# and PostgreSQL (127.0.0.1:5432, postgres, trust) of this machine; .ci/run
+# starts them if they are down. A service that is not there fails the tests
+# (never skips them). Each run makes its own vhost and databases and removes
+# them at the end.
+# Extra arguments go to pytest (e.g. -k postgresql, -x, -v).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+tools/setup-venv.sh
+exec .venv/bin/python -m pytest -m integration tests/integration \
+    -p no:cacheprovider "$@"
