@@ -1,5 +1,7 @@
 """The conductor's RPC endpoint: the one way to the database."""
 
+import inspect
+
 import futurist
 import oslo_messaging as messaging
 from oslo_log import log as logging
@@ -33,6 +35,17 @@ def project_scope(context):
     return context.project_id
 
 
+def _callers_errors_are_expected(cls):
+    """Our exceptions answer the caller (a 404, a 409); oslo.messaging
+    should not log them as server errors with a traceback."""
+    expected = messaging.expected_exceptions(exception.CyborgLikeException)
+    for name, method in list(vars(cls).items()):
+        if inspect.isfunction(method) and not name.startswith('_'):
+            setattr(cls, name, expected(method))
+    return cls
+
+
+@_callers_errors_are_expected
 class ConductorManager:
     target = messaging.Target(version=rpcapi.RPC_API_VERSION)
 
