@@ -10,6 +10,7 @@ from cyborg_like.agent import rpcapi as agent_rpcapi
 from cyborg_like.common import exception
 from cyborg_like.common import rpc
 from cyborg_like.conductor import heartbeats as heartbeat_collector
+from cyborg_like.conductor import nova
 from cyborg_like.conductor import rpcapi
 from cyborg_like.conf import CONF
 from cyborg_like.db import arqs
@@ -58,6 +59,7 @@ class ConductorManager:
         self.heartbeats = heartbeat_collector.HeartbeatCollector(
             CONF, self.agent_api,
             rpc.get_notifier(CONF, 'accelerator.conductor.%s' % CONF.host))
+        self.nova = nova.NovaNotifier(CONF)
 
     def start(self):
         self.heartbeats.start()
@@ -180,8 +182,9 @@ class ConductorManager:
     def bind_arqs(self, context, bindings):
         """Accept the bindings now; complete them in the background."""
         arqs.start_bind(bindings, project_id=project_scope(context))
-        for uuid in bindings:
-            self._workers.submit(self._bind, context, uuid)
+        for uuid, fields in bindings.items():
+            self._workers.submit(self._bind, context, uuid,
+                                 fields['instance_uuid'])
 
     def unbind_arqs(self, context, uuids):
         released = arqs.unbind(uuids, project_id=project_scope(context))
@@ -192,7 +195,7 @@ class ConductorManager:
                                project_id=project_scope(context))
         self._release(context, released)
 
-    def _bind(self, context, uuid):
+    def _bind(self, context, uuid, instance_uuid):
         try:
             job = arqs.allocate(uuid, CONF.conductor.host_down_after)
             if job['bitstream_id'] == job['current_bitstream_id']:
@@ -200,14 +203,17 @@ class ConductorManager:
             programmed = self.agent_api.prepare_attach_handle(
                 context, job['hostname'], job, CONF.conductor.agent_timeout)
             if not arqs.finish_bind(uuid, programmed):
-                LOG.warning('ARQ %s changed while binding; giving its '
-                            'handle back', uuid)
+                LOG.warning('ARQ %s was unbound or deleted while binding',
+                            uuid)
+                return
         except Exception as error:
             reason = _reason(error)
             LOG.warning('Binding ARQ %s failed: %s', uuid, reason)
             self._release(context, arqs.fail_bind(uuid, reason) or [])
+            self.nova.binding_ended(uuid, instance_uuid, succeeded=False)
             return
         LOG.info('ARQ %s bound', uuid)
+        self.nova.binding_ended(uuid, instance_uuid, succeeded=True)
 
     def _release(self, context, released):
         for item in released:

@@ -11,6 +11,7 @@ from cyborg_like.conf import conductor
 from cyborg_like.conf import default
 from cyborg_like.conf import fake_driver
 from cyborg_like.conf import intel_fpga
+from cyborg_like.conf import nova
 from cyborg_like.conf import nvidia_gpu
 from cyborg_like.conf import pci_driver
 from cyborg_like.conf import upgrade_levels
@@ -18,7 +19,7 @@ from cyborg_like.conf import xilinx_fpga
 
 MODULES = (default, api, conductor, agent, fake_driver, nvidia_gpu,
            pci_driver, intel_fpga, xilinx_fpga,
-           upgrade_levels)
+           upgrade_levels, nova)
 
 
 def list_opts():

@@ -28,9 +28,10 @@ BITSTREAMS = {
 }
 
 class Cloud:
-    def __init__(self, inventory_file=INVENTORY, **overrides):
+    def __init__(self, inventory_file=INVENTORY, overrides=None):
+        """``overrides`` maps (group, option) to a value."""
         self.inventory_file = inventory_file
-        self.overrides = overrides
+        self.overrides = overrides or {}
         self.services = []
         self._tmp = None
 
