@@ -21,6 +21,7 @@ def setup_app(conf, conductor_api=None):
         hooks=[hooks.ContextHook(conf.api.auth_strategy),
                hooks.ServiceHook(conductor_api, conf.api),
                hooks.MicroversionHook(),
+               hooks.EmptyBodyHook(),
                hooks.ErrorHook()],
         force_canonical=False,
         guess_content_type_from_ext=False,

@@ -58,6 +58,20 @@ class MicroversionHook(hooks.PecanHook):
                 microversion.SERVICE_TYPE, version)
 
 
+class EmptyBodyHook(hooks.PecanHook):
+    """A handler that returns nothing sends no body, as Cyborg does.
+
+    The json renderer would send ``null``: a 204 must have no body (on a
+    kept-alive connection it becomes garbage before the next response), and
+    openstacksdk fails on a 202 whose body parses to None.
+    """
+
+    def after(self, state):
+        if state.response.body == b'null':
+            state.response.body = b''
+            state.response.content_type = None
+
+
 class ErrorHook(hooks.PecanHook):
     """Turns whatever a request raised into the one JSON error body."""
 

@@ -8,8 +8,10 @@ CREATE = {
     'properties': {
         'device_profile_name': {'type': 'string', 'minLength': 1,
                                 'maxLength': 255},
-        'device_profile_group_id': {'type': 'integer', 'minimum': 0},
-        'image_uuid': UUID,
+        # openstacksdk (so the cyborgclient CLI) sends both, null when unset.
+        'device_profile_group_id': {'type': ['integer', 'null'],
+                                    'minimum': 0},
+        'image_uuid': {'anyOf': [UUID, {'type': 'null'}]},
     },
     'required': ['device_profile_name'],
     'additionalProperties': False,

@@ -60,6 +60,13 @@ def _bind_fields(uuid, patch):
     return fields
 
 
+def _is_object(request):
+    try:
+        return isinstance(request.json_body, dict)
+    except ValueError:
+        return False
+
+
 class AcceleratorRequestsController(rest.RestController):
 
     @pecan.expose('json')
@@ -104,7 +111,9 @@ class AcceleratorRequestsController(rest.RestController):
     def patch(self, uuid=None):
         """Bulk: PATCH / with {uuid: [ops]}; one: PATCH /<uuid> [ops]."""
         policy.authorize('cyborg:arq:update', pecan.request.context)
-        if uuid is None:
+        if uuid is None or _is_object(pecan.request):
+            # openstacksdk (so the cyborgclient CLI) sends the bulk form to
+            # /<uuid>; Cyborg, too, takes the body and ignores the URL.
             patches = validation.body(pecan.request, schema.PATCH_MANY)
         else:
             patches = {uuid: validation.body(pecan.request,
