@@ -19,6 +19,6 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 tools/setup-venv.sh
-suites=(tests/unit tests/functional tests/clients)
+suites=(tests/unit tests/functional tests/clients tests/placement)
 [ -d tests/hardware ] && suites+=(tests/hardware)
 exec .venv/bin/python -m pytest -p no:cacheprovider -q "${suites[@]}" "$@"

@@ -5,6 +5,7 @@ from oslo_log import log as logging
 
 from cyborg_like.common import rpc
 from cyborg_like.conductor import manager
+from cyborg_like.conductor import placement
 from cyborg_like.conductor import rpcapi
 from cyborg_like.conf import CONF
 
@@ -17,14 +18,17 @@ class ConductorService:
         self.manager = manager.ConductorManager()
         target = messaging.Target(topic=rpcapi.TOPIC, server=self.host)
         self._server = rpc.get_server(target, [self.manager])
+        self.placement = placement.PlacementSync(CONF)
 
     def start(self):
         self.manager.start()
         self._server.start()
+        self.placement.start()
         LOG.info('Conductor on %s listening on topic %s', self.host,
                  rpcapi.TOPIC)
 
     def stop(self):
+        self.placement.stop()
         self._server.stop()
         self._server.wait()
         self.manager.stop()

@@ -11,6 +11,7 @@ import sqlalchemy as sa
 from cyborg_like.common import exception
 from cyborg_like.db import api
 from cyborg_like.db import models
+from cyborg_like.db import placement_sync
 
 ATTR = models.Attribute
 
@@ -45,6 +46,7 @@ def create(deployable_id, key, value):
                              value=value, source='api')
             session.add(attribute)
             session.flush()
+            placement_sync.mark_deployable_dirty(session, deployable_id)
             return to_dict(attribute)
     except db_exc.DBDuplicateEntry:
         raise exception.Conflict('Deployable %s already has an attribute '
@@ -53,7 +55,9 @@ def create(deployable_id, key, value):
 
 def delete(uuid):
     with api.writer() as session:
-        session.delete(_get(session, uuid))
+        attribute = _get(session, uuid)
+        placement_sync.mark_deployable_dirty(session, attribute.deployable_id)
+        session.delete(attribute)
 
 
 def _get(session, uuid):

@@ -6,6 +6,7 @@ from cyborg_like.common import exception
 from cyborg_like.common import listing
 from cyborg_like.db import api
 from cyborg_like.db import models
+from cyborg_like.db import placement_sync
 
 
 def list_devices(filters, limit, marker=None, sort_key='created_at',
@@ -55,5 +56,6 @@ def set_status(uuid, status):
         if device.status != status:
             device.status = status
             device.generation += 1
+            placement_sync.mark_dirty(session, [device.hostname])
         session.flush()
         return to_dict(device)

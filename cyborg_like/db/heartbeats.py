@@ -16,6 +16,7 @@ from cyborg_like.common import inventory as wire
 from cyborg_like.db import api
 from cyborg_like.db import hosts
 from cyborg_like.db import models
+from cyborg_like.db import placement_sync
 
 HEALTHY, UNHEALTHY = 'healthy', 'unhealthy'
 
@@ -34,6 +35,7 @@ def ingest(beats, retention):
         stored = _touch_hosts(session, beats)
         devices = _devices_of(session, [b['host'] for b in beats])
         changed = _apply_health(session, beats, devices)
+        placement_sync.mark_dirty(session, [c[1] for c in changed])
         cutoff = hosts.utcnow() - datetime.timedelta(seconds=retention)
         session.execute(sa.delete(models.DeviceMetric).where(
             models.DeviceMetric.recorded_at < cutoff))

@@ -17,6 +17,7 @@ from cyborg_like.common import inventory as wire
 from cyborg_like.db import api
 from cyborg_like.db import hosts
 from cyborg_like.db import models
+from cyborg_like.db import placement_sync
 
 LOG = logging.getLogger(__name__)
 
@@ -48,6 +49,8 @@ def reconcile(hostname, devices, inventory_hash):
             session.delete(device)
             summary['removed'] += 1
         hosts.set_inventory_hash(session, hostname, inventory_hash)
+        if summary['added'] or summary['updated'] or summary['removed']:
+            placement_sync.mark_dirty(session, [hostname])
     return summary
 
 

@@ -39,6 +39,11 @@ class Host(TimestampMixin, Base):
     # sha256 of the inventory last accepted from the agent: a heartbeat
     # carrying another hash makes the conductor ask for a full report.
     inventory_hash: orm.Mapped[str | None] = orm.mapped_column(sa.String(64))
+    # Non-zero while Placement may not match this host's devices: bumped by
+    # every change of inventory, device status or health, reset by a
+    # successful sync that began at the same value (conductor/placement.py).
+    placement_dirty: orm.Mapped[int] = orm.mapped_column(
+        default=0, server_default='0')
 
 
 class Device(TimestampMixin, Base):

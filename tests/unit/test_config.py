@@ -4,6 +4,8 @@ import os
 import subprocess
 import sys
 
+from keystoneauth1 import loading as ks_loading
+
 from cyborg_like.conf import opts
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
@@ -13,8 +15,14 @@ SAMPLE = os.path.join(ROOT, 'etc', 'cyborg_like', 'cyborg_like.conf.sample')
 
 
 def test_every_option_has_help():
+    # keystoneauth's options ([nova], [placement]) carry its own help.
+    ksa = {o.dest for o in ks_loading.get_auth_plugin_conf_options(
+        'password')}
     for group, options in opts.list_opts():
         for opt in options:
+            if opt.dest in ksa:
+                assert opt.help, (group, opt.name)
+                continue
             assert opt.help and len(opt.help) > 20, (group, opt.name)
 
 
