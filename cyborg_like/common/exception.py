@@ -115,3 +115,9 @@ class BindFailed(CyborgLikeException):
     """Why a binding could not complete; becomes the ARQ's state_reason."""
     msg_fmt = '%(reason)s'
     error_code = 'accel.arq.bind_failed'
+
+
+class QuotaExceeded(Forbidden):
+    msg_fmt = ('Quota exceeded for %(resource)s: limit %(limit)s, in use '
+               '%(in_use)s, requested %(requested)s.')
+    error_code = 'accel.quota.exceeded'

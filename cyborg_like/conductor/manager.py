@@ -11,6 +11,7 @@ from cyborg_like.common import exception
 from cyborg_like.common import rpc
 from cyborg_like.conductor import heartbeats as heartbeat_collector
 from cyborg_like.conductor import nova
+from cyborg_like.conductor import quotas as quota_limits
 from cyborg_like.conductor import rpcapi
 from cyborg_like.conf import CONF
 from cyborg_like.db import arqs
@@ -22,6 +23,7 @@ from cyborg_like.db import heartbeats
 from cyborg_like.db import hosts
 from cyborg_like.db import inventory
 from cyborg_like.db import operations
+from cyborg_like.db import quotas
 
 LOG = logging.getLogger(__name__)
 
@@ -60,6 +62,7 @@ class ConductorManager:
             CONF, self.agent_api,
             rpc.get_notifier(CONF, 'accelerator.conductor.%s' % CONF.host))
         self.nova = nova.NovaNotifier(CONF)
+        self.limits = quota_limits.Limits(CONF)
 
     def start(self):
         self.heartbeats.start()
@@ -170,7 +173,19 @@ class ConductorManager:
 
     # Accelerator requests.
     def create_arqs(self, context, profile_name, group_id):
-        return arqs.create(profile_name, context.project_id, group_id)
+        profile = device_profiles.get(name=profile_name)
+        wanted = {rc for group in profile['groups']
+                  for rc in arqs.accelerators_in(group)}
+        limits = self.limits.for_project(context.project_id, wanted)
+        return arqs.create(profile_name, context.project_id, group_id,
+                           limits)
+
+    def get_quota(self, context, project_id):
+        used = quotas.usage(project_id)
+        resources = set(used) | set(self.limits.known_resources())
+        return {'project_id': project_id,
+                'limits': self.limits.for_project(project_id, resources),
+                'usage': used}
 
     def list_arqs(self, context, filters, limit, marker, sort_key, sort_dir):
         return arqs.list_arqs(filters, limit, marker, sort_key, sort_dir,
@@ -197,6 +212,7 @@ class ConductorManager:
 
     def _bind(self, context, uuid, instance_uuid):
         try:
+            self._check_quota_still_holds(uuid)
             job = arqs.allocate(uuid, CONF.conductor.host_down_after)
             if job['bitstream_id'] == job['current_bitstream_id']:
                 job['bitstream_id'] = None      # already programmed
@@ -214,6 +230,18 @@ class ConductorManager:
             return
         LOG.info('ARQ %s bound', uuid)
         self.nova.binding_ended(uuid, instance_uuid, succeeded=True)
+
+    def _check_quota_still_holds(self, uuid):
+        """A limit lowered since the ARQ was created stops its binding."""
+        arq = arqs.get(uuid)
+        rc, project = arq['resource_class'], arq['project_id']
+        if not rc or project is None:
+            return
+        limit = self.limits.for_project(project, [rc]).get(rc)
+        in_use = quotas.usage(project).get(rc, 0)
+        if limit is not None and 0 <= limit < in_use:
+            raise exception.BindFailed(reason=str(exception.QuotaExceeded(
+                resource=rc, limit=limit, in_use=in_use, requested=1)))
 
     def _release(self, context, released):
         for item in released:

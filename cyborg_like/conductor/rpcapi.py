@@ -9,6 +9,7 @@ History (bump the minor version for every compatible change, and note it):
 * 1.2 - set_device_status, program_deployable, get_operation,
         list_operations, attributes (list, get, create, delete)
 * 1.3 - heartbeat carries device health; get_device_health
+* 1.4 - get_quota
 """
 
 import oslo_messaging as messaging
@@ -17,7 +18,7 @@ from cyborg_like.common import rpc
 from cyborg_like.conf import CONF
 
 TOPIC = 'cyborg_like-conductor'
-RPC_API_VERSION = '1.3'
+RPC_API_VERSION = '1.4'
 
 
 class ConductorAPI:
@@ -154,3 +155,7 @@ class ConductorAPI:
     def get_device_health(self, context, uuid, history_limit):
         return self._call(context, 'get_device_health', version='1.3',
                           uuid=uuid, history_limit=history_limit)
+
+    def get_quota(self, context, project_id):
+        return self._call(context, 'get_quota', version='1.4',
+                          project_id=project_id)

@@ -15,12 +15,13 @@ from cyborg_like.conf import nova
 from cyborg_like.conf import nvidia_gpu
 from cyborg_like.conf import pci_driver
 from cyborg_like.conf import placement
+from cyborg_like.conf import quota
 from cyborg_like.conf import upgrade_levels
 from cyborg_like.conf import xilinx_fpga
 
 MODULES = (default, api, conductor, agent, fake_driver, nvidia_gpu,
            pci_driver, intel_fpga, xilinx_fpga,
-           upgrade_levels, nova, placement)
+           upgrade_levels, nova, placement, quota)
 
 
 def list_opts():

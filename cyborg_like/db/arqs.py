@@ -19,13 +19,15 @@ from cyborg_like.db import device_profiles
 from cyborg_like.db import hosts
 from cyborg_like.db import models
 from cyborg_like.db import operations
+from cyborg_like.db import quotas
 
 ARQ = models.ExtARQ
 HANDLE = models.AttachHandle
 
 
-def create(profile_name, project_id, group_id=None):
-    """One ARQ per requested accelerator of each group of the profile."""
+def create(profile_name, project_id, group_id=None, limits=None):
+    """One ARQ per requested accelerator of each group of the profile,
+    counted against the project's ``limits`` ({resource class: n})."""
     with api.writer() as session:
         profile = device_profiles._get(session, None, profile_name)
         groups = device_profiles.groups_of(profile)
@@ -37,18 +39,33 @@ def create(profile_name, project_id, group_id=None):
         for gid, group in enumerate(groups):
             if group_id is not None and gid != group_id:
                 continue
-            for _ in range(_accelerators_in(group)):
+            for resource_class in accelerators_in(group):
                 arq = ARQ(uuid=uuidutils.generate_uuid(),
                           state=states.INITIAL, device_profile_id=profile.id,
-                          device_profile_group_id=gid, project_id=project_id)
+                          device_profile_group_id=gid, project_id=project_id,
+                          resource_class=resource_class)
                 session.add(arq)
                 created.append(arq)
+        if project_id is not None:
+            quotas.reserve(session, project_id, _counts(created),
+                           limits or {})
         session.flush()
         return [_to_dict(arq, profile.name, None) for arq in created]
 
 
-def _accelerators_in(group):
-    return sum(int(v) for k, v in group.items() if k.startswith('resources:'))
+def accelerators_in(group):
+    """The resource class of each accelerator a profile group asks for."""
+    return [key.split(':', 1)[1]
+            for key, count in group.items() if key.startswith('resources:')
+            for _ in range(int(count))]
+
+
+def _counts(arqs):
+    counts = {}
+    for arq in arqs:
+        if arq.resource_class:
+            counts[arq.resource_class] = counts.get(arq.resource_class, 0) + 1
+    return counts
 
 
 def list_arqs(filters, limit, marker=None, sort_key='created_at',
@@ -257,6 +274,12 @@ def delete(uuids=None, instance_uuid=None, project_id=None):
         for arq in arqs:
             released += _release(session, arq)
             session.delete(arq)
+        by_project = {}
+        for arq in arqs:
+            by_project.setdefault(arq.project_id, []).append(arq)
+        for owner, owned in by_project.items():
+            if owner is not None:
+                quotas.release(session, owner, _counts(owned))
         return released
 
 
@@ -337,6 +360,7 @@ def _to_dict(arq, profile_name, handle):
         'device_rp_uuid': arq.device_rp_uuid,
         'instance_uuid': arq.instance_uuid,
         'project_id': arq.project_id,
+        'resource_class': arq.resource_class,
         'attach_handle_type': handle.attach_type if bound else '',
         'attach_handle_uuid': handle.uuid if bound else None,
         'attach_handle_info': json.loads(handle.attach_info) if bound

@@ -13,8 +13,11 @@ def utcnow():
 
 
 def set_inventory_hash(session, hostname, inventory_hash):
-    """Within the caller's transaction: the inventory it applied."""
-    _get_or_add(session, hostname).inventory_hash = inventory_hash
+    """Within the caller's transaction: the inventory it applied. A report
+    is a sign of life too, so a host is up from its first report on."""
+    host = _get_or_add(session, hostname)
+    host.inventory_hash = inventory_hash
+    host.last_heartbeat = utcnow()
 
 
 def list_hosts(down_after):

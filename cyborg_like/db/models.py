@@ -198,6 +198,9 @@ class ExtARQ(TimestampMixin, Base):
         sa.ForeignKey('attach_handles.id', ondelete='SET NULL'))
     deployable_id: orm.Mapped[int | None] = orm.mapped_column(
         sa.ForeignKey('deployables.id', ondelete='SET NULL'))
+    # What the request counts against its project's quota.
+    resource_class: orm.Mapped[str | None] = orm.mapped_column(
+        sa.String(255))
 
 
 class Operation(TimestampMixin, Base):
@@ -231,3 +234,16 @@ class DeviceMetric(Base):
         sa.DateTime)
     healthy: orm.Mapped[bool] = orm.mapped_column()
     utilization: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
+
+
+class QuotaUsage(Base):
+    """Accelerators of one resource class a project holds (its ARQs)."""
+
+    __tablename__ = 'quota_usages'
+    __table_args__ = (
+        sa.UniqueConstraint('project_id', 'resource',
+                            name='uniq_quota_usages0project_id0resource'),)
+    id: orm.Mapped[int] = orm.mapped_column(primary_key=True)
+    project_id: orm.Mapped[str] = orm.mapped_column(sa.String(255))
+    resource: orm.Mapped[str] = orm.mapped_column(sa.String(255))
+    in_use: orm.Mapped[int] = orm.mapped_column(default=0)

@@ -6,9 +6,10 @@ from cyborg_like.policies import base
 from cyborg_like.policies import deployables
 from cyborg_like.policies import device_profiles
 from cyborg_like.policies import devices
+from cyborg_like.policies import quotas
 
 
 def list_rules():
     return (base.rules + devices.rules + deployables.rules +
             device_profiles.rules + accelerator_requests.rules +
-            attributes.rules)
+            attributes.rules + quotas.rules)

@@ -12,6 +12,7 @@ from cyborg_like.api.controllers.v2 import device_profiles
 from cyborg_like.api.controllers.v2 import devices
 from cyborg_like.api.controllers.v2 import hosts
 from cyborg_like.api.controllers.v2 import operations
+from cyborg_like.api.controllers.v2 import quotas
 
 
 def version_document():
@@ -35,6 +36,7 @@ class V2Controller(rest.RestController):
     attributes = attributes.AttributesController()
     operations = operations.OperationsController()
     hosts = hosts.HostsController()
+    quotas = quotas.QuotasController()
 
     @pecan.expose('json')
     def get(self):

@@ -1,0 +1,32 @@
+"""[quota]: how many accelerators each project may hold."""
+
+from oslo_config import cfg
+
+GROUP = 'quota'
+
+opts = [
+    cfg.StrOpt('driver',
+               default='local',
+               choices=[('local', 'Limits from [quota] default_limits, the '
+                                  'same for every project.'),
+                        ('unified_limits', 'Limits from Keystone (registered '
+                                           'and per-project limits named '
+                                           '"class:<RESOURCE CLASS>") '
+                                           'through oslo.limit; see '
+                                           '[oslo_limit].')],
+               help='Where per-project accelerator limits come from.'),
+    cfg.DictOpt('default_limits',
+                default={},
+                help='With the local driver: the most accelerators of each '
+                     'resource class a project may request, e.g. '
+                     '"FPGA:8,PGPU:4,CUSTOM_MIG_1G_10GB:14". A resource class '
+                     'not listed is unlimited.'),
+]
+
+
+def register_opts(conf):
+    conf.register_opts(opts, group=GROUP)
+
+
+def list_opts():
+    return {GROUP: opts}
