@@ -42,6 +42,7 @@ class ResourceTracker:
         self.drivers = load_drivers(conf) if drivers is None else drivers
         self._known = {}            # driver name -> last devices it found
         self._reported_hash = None  # the inventory the conductor accepted
+        self._restored = False      # handles in use checked since start
         self._lock = threading.Lock()
 
     def discover(self):
@@ -68,9 +69,31 @@ class ResourceTracker:
             summary = self.conductor_api.report_inventory(
                 ctx.get_admin_context(), self.host, devices, digest)
             self._reported_hash = digest
+            bound = summary.pop('bound', [])
             LOG.info('Reported %d device(s) to the conductor: %s',
                      len(devices), summary)
+            if not self._restored:
+                self._restore(bound)
             return True
+
+    def _restore(self, bound):
+        """After a start, make sure what workloads hold still exists on
+        the host (an mdev is gone after a reboot). Preparing is idempotent:
+        drivers read the hardware and create only what is missing."""
+        self._restored = True
+        for item in bound:
+            driver = self.drivers.get(item['driver_name'])
+            if not isinstance(driver, base.AttachPreparing):
+                continue
+            try:
+                driver.prepare_attach_handle(item['controlpath_id'],
+                                             item['attach_handle'])
+            except Exception:
+                LOG.exception('Could not restore attach handle %s',
+                              item['attach_handle'])
+        if bound:
+            LOG.info('Checked %d attach handle(s) held by workloads',
+                     len(bound))
 
     def heartbeat(self):
         self.conductor_api.heartbeat(ctx.get_admin_context(), self.host,

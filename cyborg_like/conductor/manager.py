@@ -73,10 +73,12 @@ class ConductorManager:
 
     # Agents.
     def report_inventory(self, context, host, devices, inventory_hash):
+        """Apply the host's inventory; answer with the handles its
+        workloads hold, which the agent restores after a restart."""
         summary = inventory.reconcile(host, devices, inventory_hash)
         LOG.info('Inventory of host %(host)s applied: %(summary)s',
                  {'host': host, 'summary': summary})
-        return summary
+        return dict(summary, bound=arqs.bound_on(host))
 
     def heartbeat(self, context, host, agent_version, inventory_hash,
                   health=None):

@@ -283,6 +283,29 @@ def delete(uuids=None, instance_uuid=None, project_id=None):
         return released
 
 
+def bound_on(hostname):
+    """Handles held by ARQs on ``hostname``, for its agent to restore."""
+    with api.reader() as session:
+        rows = session.execute(
+            sa.select(models.Deployable.driver_name,
+                      models.ControlpathID.cpid_type,
+                      models.ControlpathID.cpid_info, HANDLE)
+            .join(HANDLE, HANDLE.deployable_id == models.Deployable.id)
+            .join(ARQ, ARQ.attach_handle_id == HANDLE.id)
+            .join(models.Device,
+                  models.Device.id == models.Deployable.device_id)
+            .join(models.ControlpathID,
+                  models.ControlpathID.device_id == models.Device.id)
+            .where(models.Device.hostname == hostname,
+                   ARQ.state.in_([states.BOUND, states.BIND_STARTED]))
+        ).all()
+        return [{'driver_name': row.driver_name,
+                 'controlpath_id': {'cpid_type': row.cpid_type,
+                                    'cpid_info': json.loads(row.cpid_info)},
+                 'attach_handle': _handle_dict(row.AttachHandle)}
+                for row in rows]
+
+
 def _get_all(session, uuids, project_id):
     arqs = session.scalars(_scoped(
         sa.select(ARQ).where(ARQ.uuid.in_(uuids)), project_id)).all()

@@ -58,6 +58,8 @@ def test_disabled_device_is_not_bound(cloud):
 
 
 def test_host_down_is_not_bound(cloud):
+    # The agent stops: no heartbeat nor report will bring the host back.
+    cloud.services.pop(1).stop()
     with db_api.writer() as session:
         session.execute(sa.update(models.Host).values(
             last_heartbeat=datetime.datetime(2000, 1, 1)))

@@ -108,3 +108,30 @@ def test_health_comes_from_drivers_that_report_it():
     flaky.fail = True
     tracker.heartbeat()      # a failing driver does not stop the heartbeat
     assert conductor.heartbeats[-1][1] == []
+
+
+class MdevDriver(fake.FakeDriver, base.AttachPreparing):
+    """Records what it is asked to prepare, as the nvidia driver's mdevs."""
+
+    def __init__(self, conf):
+        super().__init__(conf)
+        self.prepared = []
+
+    def prepare_attach_handle(self, controlpath_id, attach_handle):
+        self.prepared.append(attach_handle['uuid'])
+
+    def release_attach_handle(self, controlpath_id, attach_handle):
+        pass
+
+
+def test_handles_in_use_are_restored_once_after_start():
+    driver = MdevDriver(CONF)
+    tracker, conductor = _tracker({'fake': driver})
+    held = {'driver_name': 'fake', 'controlpath_id': {},
+            'attach_handle': {'uuid': 'h1', 'attach_type': 'MDEV',
+                              'attach_info': {}}}
+    original = conductor.report_inventory
+    conductor.report_inventory = lambda *a: dict(original(*a), bound=[held])
+    tracker.update_inventory()
+    tracker.update_inventory(force=True)
+    assert driver.prepared == ['h1']
