@@ -40,4 +40,7 @@ def build_services(conf):
 
 def main():
     conf = common.prepare(sys.argv[1:], defaults=EMBEDDED_DEFAULTS)
-    service.run(build_services(conf))
+    conductor, agent, api = build_services(conf)
+    # The conductor stops before the agent: its unfinished bindings and
+    # programming still need the agent to answer.
+    service.run([conductor, agent, api], stop_order=[api, conductor, agent])

@@ -2,7 +2,8 @@
 
 Every console script builds one or more objects with ``start()`` and
 ``stop()`` and hands them to ``run``; SIGTERM and SIGINT (Ctrl-C) stop them
-in reverse order, so the all-in-one shuts its three parts down cleanly.
+in reverse order, or in ``stop_order``, so the all-in-one shuts its three
+parts down cleanly.
 """
 
 import signal
@@ -13,7 +14,7 @@ from oslo_log import log as logging
 LOG = logging.getLogger(__name__)
 
 
-def run(services, stop_event=None):
+def run(services, stop_event=None, stop_order=None):
     stop_event = stop_event or threading.Event()
 
     def _on_signal(signum, frame):
@@ -31,7 +32,8 @@ def run(services, stop_event=None):
         while not stop_event.wait(1.0):
             pass
     finally:
-        for service in reversed(started):
+        order = stop_order or list(reversed(services))
+        for service in [s for s in order if s in started]:
             try:
                 service.stop()
             except Exception:

@@ -2,14 +2,11 @@
 
 import inspect
 
-import futurist
 import oslo_messaging as messaging
 from oslo_log import log as logging
 
 from cyborg_like.agent import rpcapi as agent_rpcapi
 from cyborg_like.common import exception
-from cyborg_like.common import rpc
-from cyborg_like.conductor import heartbeats as heartbeat_collector
 from cyborg_like.conductor import nova
 from cyborg_like.conductor import quotas as quota_limits
 from cyborg_like.conductor import rpcapi
@@ -52,24 +49,17 @@ def _callers_errors_are_expected(cls):
 class ConductorManager:
     target = messaging.Target(version=rpcapi.RPC_API_VERSION)
 
-    def __init__(self):
-        self.agent_api = agent_rpcapi.AgentAPI()
+    # Every public method is an RPC method: keep lifecycle out of here
+    # (ConductorService starts and stops the collector and the workers).
+
+    def __init__(self, agent_api, workers, heartbeats):
+        self.agent_api = agent_api
         # Binding and programming finish here, after the RPC call that
         # started them has answered.
-        self._workers = futurist.ThreadPoolExecutor(
-            max_workers=CONF.conductor.workers)
-        self.heartbeats = heartbeat_collector.HeartbeatCollector(
-            CONF, self.agent_api,
-            rpc.get_notifier(CONF, 'accelerator.conductor.%s' % CONF.host))
+        self._workers = workers
+        self.heartbeats = heartbeats
         self.nova = nova.NovaNotifier(CONF)
         self.limits = quota_limits.Limits(CONF)
-
-    def start(self):
-        self.heartbeats.start()
-
-    def stop(self):
-        self.heartbeats.stop()
-        self._workers.shutdown(wait=True)
 
     # Agents.
     def report_inventory(self, context, host, devices, inventory_hash):

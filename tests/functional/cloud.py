@@ -75,7 +75,8 @@ class Cloud:
         return self
 
     def stop(self):
-        for service in reversed(self.services):
+        # Conductor first: its unfinished bindings still need the agent.
+        for service in self.services:
             service.stop()
         self.services = []
         rpc.cleanup()
