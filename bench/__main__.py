@@ -1,0 +1,125 @@
+"""``python -m bench {api,heartbeats} [options]``; ``--help`` for each."""
+
+import argparse
+import datetime
+import json
+import os
+import signal
+import sys
+import time
+
+from bench import infra
+
+
+def _common(parser):
+    parser.add_argument('--backend', choices=('mariadb', 'postgresql'),
+                        default='mariadb')
+    parser.add_argument('--workdir',
+                        help='where logs, config and results go (default: '
+                             'a new temporary directory)')
+    parser.add_argument('--output',
+                        help='write the results as JSON here too')
+    parser.add_argument('--profile', action='store_true',
+                        help='sample the API and conductor with py-spy '
+                             'during the measurements')
+    parser.add_argument('--db-option', action='append', metavar='KEY=VALUE',
+                        help='a line for the conductor\'s [database] '
+                             'section, e.g. max_pool_size=32 (repeatable)')
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(
+        prog='python -m bench',
+        description='Benchmarks of cyborg_like on real RabbitMQ and '
+                    'MariaDB/PostgreSQL. Every run is bounded in time and '
+                    'requests and uses loopback only.')
+    sub = parser.add_subparsers(dest='scenario', required=True)
+
+    api = sub.add_parser('api', help='list throughput/latency, ARQ cycles, '
+                                     'API RSS, 1k vs 10k devices, gunicorn')
+    _common(api)
+    api.add_argument('--small', type=int, default=1000,
+                     help='devices of the first inventory')
+    api.add_argument('--large', type=int, default=10000,
+                     help='devices of the second inventory (0: skip)')
+    api.add_argument('--devices-per-host', type=int, default=8)
+    api.add_argument('--serve-hosts', type=int, default=8,
+                     help='simulated hosts that answer agent RPC (binds)')
+    api.add_argument('--report-threads', type=int, default=4)
+    api.add_argument('--profiles', type=int, default=100,
+                     help='device profiles to create')
+    api.add_argument('--duration', type=int, default=10,
+                     help='seconds of each wrk run')
+    api.add_argument('--connections', type=int, default=8)
+    api.add_argument('--post-seconds', type=int, default=10)
+    api.add_argument('--cycle-seconds', type=int, default=30)
+    api.add_argument('--cycle-threads', type=int, default=8)
+    api.add_argument('--max-cycles', type=int, default=20000)
+    api.add_argument('--gunicorn-workers', type=int, default=2,
+                     help='0: skip the gunicorn form')
+    api.add_argument('--gunicorn-threads', type=int, default=8)
+    api.set_defaults(module='scenario_api')
+
+    hb = sub.add_parser('heartbeats', help='device-utilization updates '
+                                           'ingested per second, and lag')
+    _common(hb)
+    hb.add_argument('--hosts', type=int, default=2000)
+    hb.add_argument('--devices-per-host', type=int, default=8)
+    hb.add_argument('--intervals', default='4,2,1',
+                    help='heartbeat intervals (s) to run in turn, comma '
+                         'separated; offered updates/s = hosts * '
+                         'devices-per-host / interval')
+    hb.add_argument('--duration', type=int, default=30,
+                    help='seconds of heartbeats at each interval')
+    hb.add_argument('--agent-procs', type=int, default=2,
+                    help='simulated agent processes sending heartbeats')
+    hb.add_argument('--heartbeat-threads', type=int, default=16,
+                    help='threads per agent process')
+    hb.add_argument('--flush-interval', type=float, default=1.0,
+                    help='[conductor] heartbeat_flush_interval')
+    hb.add_argument('--report-threads', type=int, default=4)
+    hb.add_argument('--sample-devices', type=int, default=4,
+                    help='devices whose /health the lag probe polls')
+    hb.set_defaults(module='scenario_heartbeats')
+
+    serve = sub.add_parser('serve', help='the deployment alone, left '
+                                         'running for poking at by hand')
+    _common(serve)
+    serve.add_argument('--devices', type=int, default=1000)
+    serve.add_argument('--devices-per-host', type=int, default=8)
+    serve.add_argument('--serve-hosts', type=int, default=8)
+    serve.add_argument('--gunicorn-workers', type=int, default=0)
+    serve.add_argument('--seconds', type=int, default=600)
+    serve.set_defaults(module='scenario_serve')
+
+    args = parser.parse_args(argv)
+
+    def _stop(signum, frame):
+        # Unwind, so the services stop and the vhost and database go.
+        raise SystemExit('stopped by signal %d' % signum)
+
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGINT, _stop)
+    import importlib
+    module = importlib.import_module('bench.' + args.module)
+    started = datetime.datetime.now(datetime.timezone.utc)
+    began = time.monotonic()
+    results = module.run(args)
+    results['command'] = ' '.join(
+        ['.venv/bin/python -m bench'] + (argv or sys.argv[1:]))
+    results['started'] = started.isoformat(timespec='seconds')
+    results['wall_seconds'] = round(time.monotonic() - began, 1)
+    results['machine'] = infra.machine_facts()
+    text = json.dumps(results, indent=1, default=str)
+    path = os.path.join(results['workdir'], 'results.json')
+    with open(path, 'w') as f:
+        f.write(text)
+    if args.output:
+        with open(args.output, 'w') as f:
+            f.write(text)
+    print(text)
+    infra.log('results written to %s', args.output or path)
+
+
+if __name__ == '__main__':
+    main()
