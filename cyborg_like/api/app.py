@@ -11,6 +11,23 @@ from cyborg_like.conductor import rpcapi
 
 LOG = logging.getLogger(__name__)
 
+# Version discovery and the API description are public, as in Cyborg:
+# clients read them before they have a token.
+PUBLIC_PATHS = ('/', '/openapi.yaml', '/openapi.json')
+
+
+class PublicPaths:
+    """Sends requests for PUBLIC_PATHS around authentication."""
+
+    def __init__(self, authenticated, public):
+        self.authenticated = authenticated
+        self.public = public
+
+    def __call__(self, environ, start_response):
+        path = environ.get('PATH_INFO', '') or '/'
+        app = self.public if path in PUBLIC_PATHS else self.authenticated
+        return app(environ, start_response)
+
 
 def setup_app(conf, conductor_api=None):
     """Build the API; ``rpc.init`` must have been called already."""
@@ -29,7 +46,8 @@ def setup_app(conf, conductor_api=None):
         debug=False,
     )
     if conf.api.auth_strategy == 'keystone':
-        app = auth_token.AuthProtocol(app, {'oslo_config_config': conf})
+        app = PublicPaths(
+            auth_token.AuthProtocol(app, {'oslo_config_config': conf}), app)
     else:
         LOG.warning('API authentication is off ([api] auth_strategy = '
                     'noauth): every caller is an admin.')

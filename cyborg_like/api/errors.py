@@ -1,10 +1,12 @@
 """One JSON error format for every failure the API answers.
 
-The body is Cyborg's, which python-cyborgclient and openstacksdk parse::
+The body is Cyborg's, which python-cyborgclient and openstacksdk parse,
+plus a stable dotted ``error_code`` programs can test::
 
     {"error_message": "{\"faultcode\": \"Client\",
                         \"faultstring\": \"Device ... could not be found.\",
-                        \"debuginfo\": null}"}
+                        \"debuginfo\": null,
+                        \"error_code\": \"accel.device.not_found\"}"}
 
 Internal exceptions know nothing of HTTP; ``status_for`` maps their kind to
 a status code here, at the edge.
@@ -37,9 +39,17 @@ def status_for(error):
     return 500
 
 
-def response(status, message, headers=None):
+# Codes of errors that are not our exceptions (validation, routing).
+_CODE_BY_STATUS = {400: 'accel.request.invalid', 401: 'accel.unauthorized',
+                   403: 'accel.forbidden', 404: 'accel.not_found',
+                   405: 'accel.method_not_allowed', 406: 'accel.version',
+                   409: 'accel.conflict', 503: 'accel.unavailable'}
+
+
+def response(status, message, headers=None, code=None):
     fault = {'faultcode': 'Client' if status < 500 else 'Server',
-             'faultstring': message, 'debuginfo': None}
+             'faultstring': message, 'debuginfo': None,
+             'error_code': code or _CODE_BY_STATUS.get(status, 'accel.error')}
     body = json.dumps({'error_message': json.dumps(fault)})
     resp = webob.Response(status=status, body=body.encode(),
                           content_type='application/json', charset='utf-8')
@@ -62,7 +72,8 @@ def from_exception(error):
         LOG.error('Could not reach the conductor: %s', error)
         return response(503, 'Could not reach the conductor: %s' % error)
     if isinstance(error, exception.CyborgLikeException):
-        return response(status_for(error), error.message)
+        return response(status_for(error), error.message,
+                        code=error.error_code)
     LOG.exception('Unexpected error')
     return response(500, 'An unexpected error prevented the request from '
                          'being fulfilled.')

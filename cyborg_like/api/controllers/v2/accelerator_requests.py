@@ -5,6 +5,7 @@ waits for ``GET ?instance=<uuid>&bind_state=resolved`` to stop answering
 423 (or for its external event).
 """
 
+from oslo_utils import uuidutils
 import pecan
 from pecan import rest
 import webob.exc
@@ -67,6 +68,13 @@ def _is_object(request):
         return False
 
 
+def _require_uuids(name, values):
+    bad = [v for v in values if not uuidutils.is_uuid_like(v)]
+    if bad:
+        raise webob.exc.HTTPBadRequest(
+            detail='Invalid %s: %s is not a UUID.' % (name, bad[0]))
+
+
 class AcceleratorRequestsController(rest.RestController):
 
     @pecan.expose('json')
@@ -87,6 +95,7 @@ class AcceleratorRequestsController(rest.RestController):
             raise webob.exc.HTTPBadRequest(
                 detail='bind_state may only be "resolved".')
         instance = params.pop('instance', None)
+        _require_uuids('instance', [instance] if instance else [])
         query = listing.ListQuery(params, (), schema.SORT_KEYS)
         filters = {'instance_uuid': instance}
         if bind_state and not instance:
@@ -135,6 +144,8 @@ class AcceleratorRequestsController(rest.RestController):
             raise webob.exc.HTTPBadRequest(
                 detail='Provide either an ARQ uuid list or an instance '
                        'UUID.')
+        _require_uuids('arqs', uuids)
+        _require_uuids('instance', [instance] if instance else [])
         pecan.request.conductor_api.delete_arqs(
             pecan.request.context, uuids=uuids or None,
             instance_uuid=instance)
