@@ -1,0 +1,25 @@
+"""With Keystone in front, version discovery stays public and the rest
+needs a token (no Keystone is contacted to refuse a missing token)."""
+
+import webob
+
+from tests.functional import cloud as cloud_module
+
+
+def test_only_discovery_is_public_under_keystone():
+    cloud = cloud_module.Cloud(overrides={
+        ('api', 'auth_strategy'): 'keystone',
+        ('keystone_authtoken', 'www_authenticate_uri'):
+            'http://127.0.0.1:1/identity'}).start()
+    try:
+        def status(path):
+            return webob.Request.blank(path).get_response(cloud.app)
+
+        assert status('/').status_int == 200
+        assert status('/openapi.json').status_int == 200
+        refused = status('/v2/devices')
+        assert refused.status_int == 401
+        assert 'identity' in refused.headers['WWW-Authenticate']
+        assert status('/v2').status_int == 401
+    finally:
+        cloud.stop()
