@@ -57,7 +57,9 @@ def _bind_fields(uuid, patch):
             detail='Fields absent in patch of %s: %s' % (
                 uuid, ','.join(missing)))
     if not fields.get('project_id'):
-        fields['project_id'] = pecan.request.context.project_id
+        # The request stays its creator's project's: Nova or an admin
+        # binding it must not take it (and its quota usage) over.
+        fields.pop('project_id', None)
     return fields
 
 
