@@ -16,8 +16,12 @@ class Limits:
         if conf.quota.driver == 'unified_limits':
             from oslo_limit import limit
             # Usage is ours to count, race-free, in the database; oslo.limit
-            # only tells the limits.
-            self._enforcer = limit.Enforcer(lambda project, names: {})
+            # only tells the limits. Not cached: its cache lives as long as
+            # the enforcer (the conductor), so limits an operator changes
+            # in Keystone would never apply (Nova asks Keystone every time,
+            # too).
+            self._enforcer = limit.Enforcer(lambda project, names: {},
+                                            cache=False)
 
     def for_project(self, project_id, resources):
         """{resource class: limit} for ``resources``; absent = unlimited."""
