@@ -10,6 +10,8 @@ from .infra import Deployment
 from .infra import LOG_TAIL_LINES
 from .infra import fresh_database
 from .infra import rabbitmq_vhost
+# The real Keystone of the session (tests/integration/keystone.py).
+from .keystone import keystone_cloud  # noqa: F401
 
 
 @pytest.fixture(scope='module', params=BACKENDS)

@@ -1,0 +1,457 @@
+"""Who may do what, with real Keystone tokens.
+
+The API runs with ``[api] auth_strategy = keystone``: keystonemiddleware's
+auth_token validates every token against the Keystone of ``keystone_cloud``
+(keystone.py) and hands the API the project and roles (implied ones
+included), which the policy defaults (cyborg_like/policies) judge. Each test
+of the matrix makes one request with one persona's project-scoped token:
+
+  persona   user         role (project)
+  admin     admin        admin (admin): the cloud administrator
+  manager   p1-manager   manager (p1)
+  member    p1-member    member (p1)
+  reader    p1-reader    reader (p1)
+  service   nova         service (service): Nova on its own behalf
+  none      -            no X-Auth-Token at all
+  bogus     -            a token Keystone never issued
+
+Project p1 owns the accelerator requests the tests act on; a second project
+p2 checks that one project can neither see nor touch another's requests.
+One MariaDB deployment serves the whole module.
+"""
+
+import uuid
+
+import pytest
+import requests
+
+from . import infra
+from . import keystone as ks
+
+pytestmark = pytest.mark.integration
+
+# Expected status of every API operation for every persona (the policy
+# defaults; tests/functional/gabbits/policy.yaml checks the same with noauth
+# headers). 401: auth_token refuses the request before the API sees it.
+MATRIX = """
+operation               admin manager member reader service none bogus
+devices:list              200   200    403    403    403    401  401
+devices:show              200   200    403    403    403    401  401
+devices:health            200   200    403    403    403    401  401
+devices:disable           200   403    403    403    403    401  401
+devices:enable            200   403    403    403    403    401  401
+deployables:list          200   200    403    403    403    401  401
+deployables:show          200   200    403    403    403    401  401
+deployables:program       202   403    403    403    403    401  401
+operations:list           200   403    403    403    403    401  401
+operations:show           200   403    403    403    403    401  401
+hosts:list                200   403    403    403    403    401  401
+device_profiles:create    201   403    403    403    403    401  401
+device_profiles:list      200   200    200    200    200    401  401
+device_profiles:show      200   200    200    200    200    401  401
+device_profiles:delete    204   403    403    403    403    401  401
+arqs:create               201   201    201    403    201    401  401
+arqs:list                 200   200    200    200    200    401  401
+arqs:show                 200   200    200    200    200    401  401
+arqs:bind                 202   202    202    403    202    401  401
+arqs:unbind               202   202    202    403    202    401  401
+arqs:delete               204   204    204    403    204    401  401
+attributes:list           200   200    403    403    403    401  401
+attributes:show           200   200    403    403    403    401  401
+attributes:create         201   403    403    403    403    401  401
+attributes:delete         204   403    403    403    403    401  401
+quotas:show               200   200    200    200    403    401  401
+"""
+
+
+def _parse(table):
+    lines = [line.split() for line in table.strip().splitlines()]
+    personas = lines[0][1:]
+    return personas, {row[0]: dict(zip(personas, map(int, row[1:])))
+                      for row in lines[1:]}
+
+
+PERSONAS, EXPECTED = _parse(MATRIX)
+USERS = {'admin': 'admin', 'manager': 'p1-manager', 'member': 'p1-member',
+         'reader': 'p1-reader', 'service': 'nova'}
+BOGUS_TOKEN = 'gAAAAABogus' + uuid.uuid4().hex
+FPGA_PROFILE = 'rbac-fpga'
+
+
+class Env:
+    """The deployment, Keystone, and the records the operations act on."""
+
+    def __init__(self, dep, keystone):
+        self.dep = dep
+        self.keystone = keystone
+        self.p1 = keystone.project_ids['p1']
+        self.p2 = keystone.project_ids['p2']
+
+    def token(self, who):
+        if who == 'none':
+            return None
+        if who == 'bogus':
+            return BOGUS_TOKEN
+        return self.keystone.token(USERS.get(who, who))
+
+    def call(self, method, path, who, **kwargs):
+        return self.dep.request(method, path, self.token(who), **kwargs)
+
+    def ok(self, method, path, who='admin', status=200, **kwargs):
+        """A request that must succeed with ``status``; its JSON."""
+        resp = self.call(method, path, who, **kwargs)
+        assert resp.status_code == status, (method, path, who,
+                                            resp.status_code, resp.text)
+        return resp.json() if resp.content else None
+
+    # ARQs of project p1 (made by p1-member), in every state needed.
+    def new_arq(self, who='p1-member'):
+        return self.ok('POST', '/v2/accelerator_requests', who, status=201,
+                       json={'device_profile_name': FPGA_PROFILE}
+                       )['arqs'][0]['uuid']
+
+    def bind_patch(self, arq):
+        return {arq: [
+            {'op': 'add', 'path': '/hostname', 'value': self.dep.host},
+            {'op': 'add', 'path': '/device_rp_uuid',
+             'value': self.fpga_rp_uuid},
+            {'op': 'add', 'path': '/instance_uuid',
+             'value': str(uuid.uuid4())}]}
+
+    def wait_arq_state(self, arq, *wanted):
+        return infra.wait_for(
+            lambda: (lambda a: a if a['state'] in wanted else None)(
+                self.ok('GET', '/v2/accelerator_requests/%s' % arq)),
+            message='ARQ %s never reached %s' % (arq, wanted))
+
+    def bound_arq(self):
+        arq = self.new_arq()
+        self.ok('PATCH', '/v2/accelerator_requests', 'p1-member',
+                status=202, json=self.bind_patch(arq))
+        found = self.wait_arq_state(arq, 'Bound', 'BindFailed')
+        assert found['state'] == 'Bound', found
+        return arq
+
+    def delete_arqs(self, *uuids):
+        """Clean-up as the admin (who sees every project's)."""
+        uuids = [u for u in uuids if u]
+        if uuids:
+            self.ok('DELETE', '/v2/accelerator_requests?arqs=%s'
+                    % ','.join(uuids), status=204)
+
+    def wait_operation(self, operation):
+        return infra.wait_for(
+            lambda: (lambda o: o if o['state'] in ('succeeded', 'failed')
+                     else None)(self.ok('GET', '/v2/operations/%s'
+                                        % operation)),
+            message='Operation %s never ended' % operation)
+
+
+@pytest.fixture(scope='module')
+def deployment(keystone_cloud, tmp_path_factory):
+    """Replaces conftest's: one deployment, on MariaDB, authenticating with
+    Keystone (under this name its logs join the report of a failed test).
+    """
+    workdir = str(tmp_path_factory.mktemp('keystone-rbac'))
+    with ks.keystone_deployment('mariadb', workdir, keystone_cloud) as dep:
+        dep.wait_host_up()
+        yield dep
+
+
+@pytest.fixture(scope='module')
+def env(deployment, keystone_cloud):
+    e = Env(deployment, keystone_cloud)
+    devices = e.ok('GET', '/v2/devices')['devices']
+    e.fpga_device = next(d['uuid'] for d in devices if d['type'] == 'FPGA')
+    e.gpu_device = next(d['uuid'] for d in devices if d['type'] == 'GPU')
+    deployables = {d['name']: d for d in
+                   e.ok('GET', '/v2/deployables')['deployables']}
+    e.region0 = deployables['region0']['uuid']
+    e.fpga_rp_uuid = deployables['region1']['rp_uuid']
+    assert e.fpga_rp_uuid, deployables['region1']
+    attributes = e.ok('GET', '/v2/attributes')['attributes']
+    e.attribute = attributes[0]['uuid']
+    e.gpu_deployable_id = next(
+        a['deployable_id'] for a in attributes
+        if a['key'] == 'rc' and a['value'] == 'PGPU')
+    e.profile = e.ok('POST', '/v2/device_profiles', status=201, json={
+        'name': FPGA_PROFILE,
+        'groups': [{'resources:FPGA': '1'}]})['uuid']
+    started = e.ok('PATCH', '/v2/deployables/%s/program' % e.region0,
+                   status=202, json=[{'op': 'replace',
+                                      'path': '/bitstream_id',
+                                      'value': 'bs-nowhere'}])
+    e.operation = started['operation']['uuid']
+    e.wait_operation(e.operation)
+    e.p1_arq = e.new_arq()
+    yield e
+
+
+# --- The operations of the matrix: each makes its one request as ``who``
+# and puts back what a successful request changed.
+
+def _devices_disable(env, who):
+    resp = env.call('POST', '/v2/devices/%s/disable' % env.gpu_device, who)
+    env.ok('POST', '/v2/devices/%s/enable' % env.gpu_device)
+    return resp
+
+
+def _devices_enable(env, who):
+    env.ok('POST', '/v2/devices/%s/disable' % env.gpu_device)
+    try:
+        return env.call('POST', '/v2/devices/%s/enable' % env.gpu_device,
+                        who)
+    finally:
+        env.ok('POST', '/v2/devices/%s/enable' % env.gpu_device)
+
+
+def _deployables_program(env, who):
+    resp = env.call('PATCH', '/v2/deployables/%s/program' % env.region0, who,
+                    json=[{'op': 'replace', 'path': '/bitstream_id',
+                           'value': 'bs-nowhere'}])
+    if resp.status_code == 202:
+        env.wait_operation(resp.json()['operation']['uuid'])
+    return resp
+
+
+def _profiles_create(env, who):
+    resp = env.call('POST', '/v2/device_profiles', who, json={
+        'name': 'rbac-%s' % uuid.uuid4().hex[:8],
+        'groups': [{'resources:PGPU': '1'}]})
+    if resp.status_code == 201:
+        env.ok('DELETE', '/v2/device_profiles/%s' % resp.json()['uuid'],
+               status=204)
+    return resp
+
+
+def _profiles_delete(env, who):
+    profile = env.ok('POST', '/v2/device_profiles', status=201, json={
+        'name': 'rbac-%s' % uuid.uuid4().hex[:8],
+        'groups': [{'resources:PGPU': '1'}]})['uuid']
+    resp = env.call('DELETE', '/v2/device_profiles/%s' % profile, who)
+    if resp.status_code != 204:
+        env.ok('DELETE', '/v2/device_profiles/%s' % profile, status=204)
+    return resp
+
+
+def _arqs_create(env, who):
+    resp = env.call('POST', '/v2/accelerator_requests', who,
+                    json={'device_profile_name': FPGA_PROFILE})
+    if resp.status_code == 201:
+        env.delete_arqs(*[a['uuid'] for a in resp.json()['arqs']])
+    return resp
+
+
+def _arqs_bind(env, who):
+    arq = env.new_arq()
+    try:
+        resp = env.call('PATCH', '/v2/accelerator_requests', who,
+                        json=env.bind_patch(arq))
+        if resp.status_code == 202:
+            found = env.wait_arq_state(arq, 'Bound', 'BindFailed')
+            assert found['state'] == 'Bound', found
+        return resp
+    finally:
+        env.delete_arqs(arq)
+
+
+def _arqs_unbind(env, who):
+    arq = env.bound_arq()
+    try:
+        resp = env.call('PATCH', '/v2/accelerator_requests', who,
+                        json={arq: [{'op': 'remove', 'path': '/hostname'},
+                                    {'op': 'remove',
+                                     'path': '/device_rp_uuid'},
+                                    {'op': 'remove',
+                                     'path': '/instance_uuid'}]})
+        state = env.ok('GET', '/v2/accelerator_requests/%s' % arq)['state']
+        assert state == ('Unbound' if resp.status_code == 202 else 'Bound')
+        return resp
+    finally:
+        env.delete_arqs(arq)
+
+
+def _arqs_delete(env, who):
+    arq = env.new_arq()
+    resp = env.call('DELETE', '/v2/accelerator_requests?arqs=%s' % arq, who)
+    if resp.status_code != 204:
+        env.delete_arqs(arq)
+    return resp
+
+
+def _attributes_create(env, who):
+    resp = env.call('POST', '/v2/attributes', who, json={
+        'deployable_id': env.gpu_deployable_id, 'key': 'rbac_test',
+        'value': 'x'})
+    if resp.status_code == 201:
+        env.ok('DELETE', '/v2/attributes/%s' % resp.json()['uuid'],
+               status=204)
+    return resp
+
+
+def _attributes_delete(env, who):
+    attribute = env.ok('POST', '/v2/attributes', status=201, json={
+        'deployable_id': env.gpu_deployable_id, 'key': 'rbac_test',
+        'value': 'x'})['uuid']
+    resp = env.call('DELETE', '/v2/attributes/%s' % attribute, who)
+    if resp.status_code != 204:
+        env.ok('DELETE', '/v2/attributes/%s' % attribute, status=204)
+    return resp
+
+
+def _get(path):
+    return lambda env, who: env.call('GET', path.format(env=env), who)
+
+
+OPERATIONS = {
+    'devices:list': _get('/v2/devices'),
+    'devices:show': _get('/v2/devices/{env.fpga_device}'),
+    'devices:health': _get('/v2/devices/{env.fpga_device}/health'),
+    'devices:disable': _devices_disable,
+    'devices:enable': _devices_enable,
+    'deployables:list': _get('/v2/deployables'),
+    'deployables:show': _get('/v2/deployables/{env.region0}'),
+    'deployables:program': _deployables_program,
+    'operations:list': _get('/v2/operations'),
+    'operations:show': _get('/v2/operations/{env.operation}'),
+    'hosts:list': _get('/v2/hosts'),
+    'device_profiles:create': _profiles_create,
+    'device_profiles:list': _get('/v2/device_profiles'),
+    'device_profiles:show': _get('/v2/device_profiles/{env.profile}'),
+    'device_profiles:delete': _profiles_delete,
+    'arqs:create': _arqs_create,
+    'arqs:list': _get('/v2/accelerator_requests'),
+    'arqs:show': _get('/v2/accelerator_requests/{env.p1_arq}'),
+    'arqs:bind': _arqs_bind,
+    'arqs:unbind': _arqs_unbind,
+    'arqs:delete': _arqs_delete,
+    'attributes:list': _get('/v2/attributes'),
+    'attributes:show': _get('/v2/attributes/{env.attribute}'),
+    'attributes:create': _attributes_create,
+    'attributes:delete': _attributes_delete,
+    'quotas:show': _get('/v2/quotas/{env.p1}'),
+}
+
+
+def test_matrix_covers_every_operation():
+    assert sorted(OPERATIONS) == sorted(EXPECTED)
+
+
+@pytest.mark.parametrize('who', PERSONAS)
+@pytest.mark.parametrize('operation', list(EXPECTED))
+def test_policy(env, operation, who):
+    resp = OPERATIONS[operation](env, who)
+    expected = EXPECTED[operation][who]
+    assert resp.status_code == expected, (
+        '%s as %s: expected %d, got %d %s' % (
+            operation, who, expected, resp.status_code, resp.text))
+    if expected == 403:
+        assert 'Policy' in resp.text, resp.text
+    if expected == 401:
+        # Keystone's answer, with where to get a token.
+        assert resp.headers.get('WWW-Authenticate') == (
+            'Keystone uri="%s"' % env.keystone.auth_url), resp.headers
+
+
+# --- One project's accelerator requests are not another's.
+
+def test_p2_member_cannot_see_or_touch_p1_arqs(env):
+    arq = env.bound_arq()
+    try:
+        listed = env.ok('GET', '/v2/accelerator_requests',
+                        'p2-member')['arqs']
+        assert arq not in {a['uuid'] for a in listed}
+        path = '/v2/accelerator_requests'
+        assert env.call('GET', '%s/%s' % (path, arq),
+                        'p2-member').status_code == 404
+        assert env.call('PATCH', path, 'p2-member', json={arq: [
+            {'op': 'remove', 'path': '/hostname'}]}).status_code == 404
+        assert env.call('DELETE', '%s?arqs=%s' % (path, arq),
+                        'p2-member').status_code == 404
+        # Nothing changed: still p1's, still bound.
+        found = env.ok('GET', '%s/%s' % (path, arq), 'p1-reader')
+        assert (found['state'], found['project_id']) == ('Bound', env.p1)
+    finally:
+        env.delete_arqs(arq)
+    unbound = env.new_arq()
+    try:
+        assert env.call('PATCH', path, 'p2-member',
+                        json=env.bind_patch(unbound)).status_code == 404
+        assert env.ok('GET', '%s/%s' % (path, unbound))['state'] == 'Initial'
+    finally:
+        env.delete_arqs(unbound)
+
+
+def test_each_project_lists_only_its_own_and_nova_sees_all(env):
+    p1_arq = env.new_arq('p1-member')
+    p2_arq = env.new_arq('p2-member')
+    try:
+        def listed(who):
+            return {a['uuid']: a['project_id'] for a in env.ok(
+                'GET', '/v2/accelerator_requests', who)['arqs']}
+        for who in ('p1-member', 'p1-reader', 'p1-manager'):
+            seen = listed(who)
+            assert p1_arq in seen and p2_arq not in seen, (who, seen)
+            assert set(seen.values()) == {env.p1}, (who, seen)
+        seen = listed('p2-member')
+        assert set(seen) == {p2_arq}, seen
+        for who in ('nova', 'admin'):
+            seen = listed(who)
+            assert seen[p1_arq] == env.p1 and seen[p2_arq] == env.p2, seen
+        assert env.ok('GET', '/v2/accelerator_requests/%s' % p2_arq,
+                      'nova')['project_id'] == env.p2
+    finally:
+        env.delete_arqs(p1_arq, p2_arq)
+
+
+@pytest.mark.parametrize('who', ['nova', 'admin'])
+def test_binding_by_nova_or_admin_keeps_the_owner(env, who):
+    """Nova (or an admin moving an instance) binds a project's request:
+    it stays the project's, visible to it and counted in its quota."""
+    arq = env.new_arq('p1-member')
+    try:
+        env.ok('PATCH', '/v2/accelerator_requests', who, status=202,
+               json=env.bind_patch(arq))
+        assert env.wait_arq_state(arq, 'Bound', 'BindFailed')[
+            'state'] == 'Bound'
+        found = env.ok('GET', '/v2/accelerator_requests/%s' % arq,
+                       'p1-member')
+        assert found['project_id'] == env.p1, found
+        env.ok('DELETE', '/v2/accelerator_requests?arqs=%s' % arq,
+               'p1-member', status=204)
+        arq = None
+    finally:
+        env.delete_arqs(arq)
+
+
+def test_quota_of_another_project_is_refused(env):
+    for who, project in (('p1-reader', env.p2), ('p2-member', env.p1),
+                         ('p1-manager', env.p2)):
+        resp = env.call('GET', '/v2/quotas/%s' % project, who)
+        assert resp.status_code == 403, (who, resp.status_code, resp.text)
+    assert env.ok('GET', '/v2/quotas/%s' % env.p2)['quota'][
+        'project_id'] == env.p2
+
+
+def _token(keystone, scope, who='admin'):
+    resp = requests.post(keystone.auth_url + '/auth/tokens', json={
+        'auth': {'identity': {'methods': ['password'], 'password': {
+            'user': {'name': who, 'domain': {'id': 'default'},
+                     'password': keystone.password(who)}}},
+            **scope}}, timeout=ks.HTTP_TIMEOUT)
+    assert resp.status_code == 201, resp.text
+    return resp.headers['X-Subject-Token']
+
+
+@pytest.mark.parametrize('scope', ['unscoped', 'system'])
+def test_tokens_not_scoped_to_a_project_are_refused(env, scope):
+    """Every rule is project scoped (enforce_scope): a valid token without
+    a project passes auth_token and is refused by the policy, even the
+    cloud admin's."""
+    token = _token(env.keystone, {
+        'unscoped': {},
+        'system': {'scope': {'system': {'all': True}}}}[scope])
+    for path in ('/v2/devices', '/v2/accelerator_requests',
+                 '/v2/device_profiles'):
+        resp = env.dep.request('GET', path, token)
+        assert resp.status_code == 403, (path, resp.status_code, resp.text)
