@@ -13,7 +13,10 @@ opts = [
                                            'and per-project limits named '
                                            '"class:<RESOURCE CLASS>") '
                                            'through oslo.limit; see '
-                                           '[oslo_limit].')],
+                                           '[oslo_limit]. As in Nova, a '
+                                           'class without a registered '
+                                           'limit gets 0: register one for '
+                                           'every class offered.')],
                help='Where per-project accelerator limits come from.'),
     cfg.DictOpt('default_limits',
                 default={},
