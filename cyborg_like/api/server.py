@@ -8,6 +8,12 @@ from oslo_log import log as logging
 
 LOG = logging.getLogger(__name__)
 
+# Connections the kernel may queue before they are accepted (capped by
+# net.core.somaxconn). cheroot's default of 5 made bursts of a few dozen
+# simultaneous clients fail with "Connection reset by peer"; 2048 is
+# gunicorn's default.
+BACKLOG = 2048
+
 
 def check_exposure(conf):
     """Refuse to serve without authentication beyond loopback."""
@@ -28,6 +34,7 @@ class APIServer:
     def __init__(self, application, host, port, threads):
         self._server = wsgi.Server((host, port), application,
                                    numthreads=threads,
+                                   request_queue_size=BACKLOG,
                                    server_name='cyborg-like-api')
         self._thread = None
 

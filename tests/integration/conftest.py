@@ -57,7 +57,7 @@ def _deployment_running(request):
     """
     if 'deployment' in request.fixturenames:
         dep = request.getfixturevalue('deployment')
-        for name in ('conductor', 'agent', 'api'):
+        for name in dep.services:
             if not dep.services[name].running:
                 dep.services[name].stop()
                 dep.services[name].start()
@@ -68,8 +68,10 @@ def _deployment_running(request):
 def pytest_runtest_makereport(item, call):
     report = yield
     if report.failed:
-        dep = getattr(item, 'funcargs', {}).get('deployment')
-        if isinstance(dep, Deployment):
+        # The shared ``deployment`` or any other fixture's Deployment.
+        for dep in getattr(item, 'funcargs', {}).values():
+            if not isinstance(dep, Deployment):
+                continue
             for name, text in dep.logs().items():
                 report.sections.append((
                     'cyborg-like-%s log (%s, last %d lines of %s)'

@@ -200,11 +200,13 @@ def fresh_database(backend):
 class Service:
     """One console script run as its own OS process, logging to a file."""
 
-    def __init__(self, name, argv, log_path, ready_line):
+    def __init__(self, name, argv, log_path, ready_line, env=None):
         self.name = name
         self.argv = argv
         self.log_path = log_path
         self.ready_line = ready_line
+        # Extra environment variables of the process (None: inherit as is).
+        self.env = env
         self.proc = None
         self._log = None
 
@@ -220,10 +222,14 @@ class Service:
                         pytrace=False)
         offset = self.log_size()
         self._log = open(self.log_path, 'ab')
+        env = None
+        if self.env:
+            env = dict(os.environ)
+            env.update(self.env)
         self.proc = subprocess.Popen(self.argv, stdout=self._log,
                                      stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL,
-                                     start_new_session=True)
+                                     start_new_session=True, env=env)
         deadline = time.monotonic() + START_TIMEOUT
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -282,9 +288,22 @@ class Service:
 
 
 class Deployment:
-    """Conductor, agent and API of one test run, on one database backend."""
+    """Conductor, agent and API of one test run, on one database backend.
 
-    def __init__(self, backend, workdir, transport_url, db_url):
+    Optional: ``conductors`` > 1 starts more conductor processes (services
+    ``conductor2``, ``conductor3``, ... each with its own ``[DEFAULT] host``)
+    on the same vhost and database; ``inventory`` replaces BASE_INVENTORY;
+    ``extra_config`` is configuration text every service reads after the
+    shared file (so it overrides it, e.g. a longer [api] conductor_timeout);
+    ``agent_config`` is extra configuration text read by the agent only
+    (after the shared file, so it overrides it); ``agent_wrapper`` is an
+    argv prefix the agent runs under (e.g. ``['umockdev-wrapper']``) and
+    ``agent_env`` extra environment variables of the agent process.
+    """
+
+    def __init__(self, backend, workdir, transport_url, db_url,
+                 conductors=1, inventory=None, extra_config=None,
+                 agent_config=None, agent_wrapper=(), agent_env=None):
         self.backend = backend
         self.workdir = workdir
         self.transport_url = transport_url
@@ -298,18 +317,48 @@ class Deployment:
         self.db_config_file = os.path.join(workdir, 'database.conf')
         self.services = {}
         self._engine = None
-        self.write_inventory(BASE_INVENTORY)
+        self.write_inventory(BASE_INVENTORY if inventory is None
+                             else inventory)
         self._write_config()
         common = ['--config-file', self.config_file]
+        if extra_config:
+            extra_config_file = os.path.join(workdir, 'extra.conf')
+            with open(extra_config_file, 'w') as f:
+                f.write(extra_config)
+            common += ['--config-file', extra_config_file]
         with_db = common + ['--config-file', self.db_config_file]
-        for name, args, ready in (
-                ('conductor', with_db, 'Conductor on %s listening'
-                 % self.host),
-                ('agent', common, 'Agent on %s started' % self.host),
-                ('api', common, 'API listening on')):
+        agent_args = list(common)
+        if agent_config:
+            agent_config_file = os.path.join(workdir, 'agent.conf')
+            with open(agent_config_file, 'w') as f:
+                f.write(agent_config)
+            agent_args += ['--config-file', agent_config_file]
+        # Conductor i > 1 is service conductor<i> on host <host>-c<i>.
+        self.conductor_hosts = {'conductor': self.host}
+        for number in range(2, conductors + 1):
+            name = 'conductor%d' % number
+            self.conductor_hosts[name] = '%s-c%d' % (self.host, number)
+        self.conductor_names = list(self.conductor_hosts)
+        for name, host in self.conductor_hosts.items():
+            args = with_db
+            if name != 'conductor':
+                own = os.path.join(workdir, '%s.conf' % name)
+                with open(own, 'w') as f:
+                    f.write('[DEFAULT]\nhost = %s\n' % host)
+                args = with_db + ['--config-file', own]
             self.services[name] = Service(
-                name, [os.path.join(BIN, 'cyborg-like-%s' % name)] + args,
-                os.path.join(workdir, '%s.log' % name), ready)
+                name, [os.path.join(BIN, 'cyborg-like-conductor')] + args,
+                os.path.join(workdir, '%s.log' % name),
+                'Conductor on %s listening' % host)
+        for name, argv, ready, env in (
+                ('agent', list(agent_wrapper) + [
+                    os.path.join(BIN, 'cyborg-like-agent')] + agent_args,
+                 'Agent on %s started' % self.host, agent_env),
+                ('api', [os.path.join(BIN, 'cyborg-like-api')] + common,
+                 'API listening on', None)):
+            self.services[name] = Service(
+                name, argv, os.path.join(workdir, '%s.log' % name), ready,
+                env=env)
 
     def _write_config(self):
         with open(self.config_file, 'w') as f:
@@ -348,12 +397,12 @@ inventory_file = {self.inventory_file}
                     check=check)
 
     def start(self, *names):
-        for name in names or ('conductor', 'agent', 'api'):
+        for name in names or self.conductor_names + ['agent', 'api']:
             self.services[name].start()
 
     def stop(self, *names):
         codes = {}
-        for name in names or ('api', 'agent', 'conductor'):
+        for name in names or ['api', 'agent'] + self.conductor_names[::-1]:
             codes[name] = self.services[name].stop()
         return codes
 
@@ -405,8 +454,51 @@ inventory_file = {self.inventory_file}
                 'inventory_hash FROM hosts WHERE hostname = :h'),
                 {'h': self.host}).mappings().first()
 
+    def wait_host_up(self, timeout=WAIT_TIMEOUT):
+        """Until the agent's heartbeat is in the hosts table (binds need
+        the host up); returns the row."""
+        return wait_for(
+            lambda: (lambda row: row if row and row['last_heartbeat']
+                     else None)(self.host_row()),
+            timeout=timeout,
+            message='No heartbeat of %s in the hosts table' % self.host)
+
     def logs(self):
         return {name: svc.tail() for name, svc in self.services.items()}
+
+    def print_logs(self, stream=None):
+        stream = stream or sys.stderr
+        for name, text in self.logs().items():
+            stream.write('----- cyborg-like-%s log (%s, last %d lines of %s)'
+                         '\n%s\n' % (name, self.backend, LOG_TAIL_LINES,
+                                      self.services[name].log_path, text))
+
+
+@contextlib.contextmanager
+def running_deployment(backend, workdir, wait_for_devices=None, **kwargs):
+    """A :class:`Deployment` (``kwargs``) on a fresh vhost and database,
+    migrated and started; with ``wait_for_devices`` (a predicate on the
+    API's device list) until the API shows what it wants. Its logs go to
+    stderr when it cannot start; everything is removed at the end.
+    """
+    with rabbitmq_vhost() as transport_url, \
+            fresh_database(backend) as db_url:
+        dep = Deployment(backend, workdir, transport_url, db_url, **kwargs)
+        try:
+            try:
+                dep.dbsync('upgrade')
+                dep.start()
+                if wait_for_devices is not None:
+                    dep.wait_for_devices(
+                        wait_for_devices,
+                        'The devices the agent should discover never '
+                        'appeared through the API')
+            except BaseException:
+                dep.print_logs()
+                raise
+            yield dep
+        finally:
+            dep.close()
 
 
 def utcnow():
