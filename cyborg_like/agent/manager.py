@@ -6,12 +6,14 @@ from oslo_log import log as logging
 from cyborg_like.agent import bitstreams
 from cyborg_like.agent import rpcapi
 from cyborg_like.common import exception
+from cyborg_like.common import rpc
 from cyborg_like.conf import CONF
 from cyborg_like.drivers import base
 
 LOG = logging.getLogger(__name__)
 
 
+@rpc.callers_errors_expected
 class AgentManager:
     target = messaging.Target(version=rpcapi.RPC_API_VERSION)
 

@@ -5,6 +5,8 @@ fake://`` every RPC server and client of the process share one in-memory
 transport, which is how the all-in-one runs without a broker.
 """
 
+import inspect
+
 import oslo_messaging as messaging
 from oslo_messaging import opts as messaging_opts
 
@@ -75,3 +77,14 @@ def get_server(target, endpoints):
     # The threading executor is oslo.messaging's default (and its future).
     return messaging.get_rpc_server(
         TRANSPORT, target, endpoints, serializer=RequestContextSerializer())
+
+
+def callers_errors_expected(endpoint_class):
+    """Class decorator for RPC endpoints: our exceptions answer the caller
+    (a 404, a 409, a driver's refusal); oslo.messaging should not log them
+    as server errors with a traceback."""
+    expected = messaging.expected_exceptions(exception.CyborgLikeException)
+    for name, method in list(vars(endpoint_class).items()):
+        if inspect.isfunction(method) and not name.startswith('_'):
+            setattr(endpoint_class, name, expected(method))
+    return endpoint_class

@@ -1,12 +1,13 @@
 """The conductor's RPC endpoint: the one way to the database."""
 
-import inspect
+import uuid as uuid_lib
 
 import oslo_messaging as messaging
 from oslo_log import log as logging
+from oslo_utils import uuidutils
 
-from cyborg_like.agent import rpcapi as agent_rpcapi
 from cyborg_like.common import exception
+from cyborg_like.common import rpc
 from cyborg_like.conductor import nova
 from cyborg_like.conductor import quotas as quota_limits
 from cyborg_like.conductor import rpcapi
@@ -35,17 +36,7 @@ def project_scope(context):
     return context.project_id
 
 
-def _callers_errors_are_expected(cls):
-    """Our exceptions answer the caller (a 404, a 409); oslo.messaging
-    should not log them as server errors with a traceback."""
-    expected = messaging.expected_exceptions(exception.CyborgLikeException)
-    for name, method in list(vars(cls).items()):
-        if inspect.isfunction(method) and not name.startswith('_'):
-            setattr(cls, name, expected(method))
-    return cls
-
-
-@_callers_errors_are_expected
+@rpc.callers_errors_expected
 class ConductorManager:
     target = messaging.Target(version=rpcapi.RPC_API_VERSION)
 
@@ -206,7 +197,8 @@ class ConductorManager:
         try:
             self._check_quota_still_holds(uuid)
             job = arqs.allocate(uuid, CONF.conductor.host_down_after)
-            if job['bitstream_id'] == job['current_bitstream_id']:
+            if _same_bitstream(job['bitstream_id'],
+                               job['current_bitstream_id']):
                 job['bitstream_id'] = None      # already programmed
             programmed = self.agent_api.prepare_attach_handle(
                 context, job['hostname'], job, CONF.conductor.agent_timeout)
@@ -239,6 +231,15 @@ class ConductorManager:
         for item in released:
             self.agent_api.release_attach_handle(context, item['hostname'],
                                                  item)
+
+
+def _same_bitstream(wanted, current):
+    """Ids compare as UUIDs when they are (any case, dashes or not)."""
+    if not wanted or not current:
+        return False
+    if uuidutils.is_uuid_like(wanted) and uuidutils.is_uuid_like(current):
+        return uuid_lib.UUID(wanted) == uuid_lib.UUID(current)
+    return wanted == current
 
 
 def _reason(error):

@@ -15,3 +15,14 @@ def test_the_endpoint_exposes_only_what_the_rpc_api_calls():
               if "'%s'" % name in client}
     # Nothing like start/stop may be reachable by a remote caller.
     assert exposed == called, exposed - called
+
+
+def test_a_region_holding_the_bitstream_is_not_programmed_again():
+    same = manager._same_bitstream
+    uuid = '9346116d-a52d-5ca8-b06a-a89a2a2f4a1f'
+    assert same(uuid, uuid.upper())
+    assert same(uuid.replace('-', ''), uuid)
+    assert same('bs-crypto-1', 'bs-crypto-1')
+    assert not same('bs-crypto-1', 'bs-crypto-2')
+    assert not same(uuid, None)
+    assert not same(None, None)
