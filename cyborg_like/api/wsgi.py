@@ -10,6 +10,7 @@ from cyborg_like.cmd import common
 
 
 def init_application():
+    common.without_sqlalchemy()
     files = os.environ.get('CYBORG_LIKE_CONFIG_FILES',
                            '/etc/cyborg_like/cyborg_like.conf')
     conf = common.prepare([], config_files=files.split(','))
