@@ -16,8 +16,8 @@ def without_sqlalchemy():
 
     pecan's JSON renderer imports SQLAlchemy whenever it is installed, only
     to render SQLAlchemy result objects, which the API never has; it falls
-    back to stand-ins when the import fails. That import was 26 MB of the
-    API's 139 MB RSS (see docs/benchmarks.md).
+    back to stand-ins when the import fails. That import was 12 MB of the
+    API's RSS at start, 100.6 MB (see docs/benchmarks.md).
     """
     sys.modules.setdefault('sqlalchemy', None)
 
