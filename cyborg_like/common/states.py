@@ -1,4 +1,4 @@
-"""The accelerator request state machine, in one place (Cyborg's states).
+r"""The accelerator request state machine, in one place (Cyborg's states).
 
     Initial --bind--> BindStarted --> Bound
                            |  \----> BindFailed

@@ -140,8 +140,7 @@ def allocate(uuid, host_down_after):
             'arq_uuid': arq.uuid,
             'hostname': device.hostname,
             'driver_name': deployable.driver_name,
-            'controlpath_id': {'cpid_type': cpid.cpid_type,
-                               'cpid_info': json.loads(cpid.cpid_info)},
+            'controlpath_id': cpid.to_wire(),
             'deployable_name': deployable.name,
             'current_bitstream_id': deployable.bitstream_id,
             'bitstream_id': group.get('accel:bitstream_id'),
@@ -300,8 +299,8 @@ def bound_on(hostname):
                    ARQ.state.in_([states.BOUND, states.BIND_STARTED]))
         ).all()
         return [{'driver_name': row.driver_name,
-                 'controlpath_id': {'cpid_type': row.cpid_type,
-                                    'cpid_info': json.loads(row.cpid_info)},
+                 'controlpath_id': models.wire_form(row.cpid_type,
+                                                    row.cpid_info),
                  'attach_handle': _handle_dict(row.AttachHandle)}
                 for row in rows]
 
@@ -327,8 +326,7 @@ def _release(session, arq):
     arq.attach_handle_id = arq.deployable_id = None
     return [{'hostname': device.hostname,
              'driver_name': deployable.driver_name,
-             'controlpath_id': {'cpid_type': cpid.cpid_type,
-                                'cpid_info': json.loads(cpid.cpid_info)},
+             'controlpath_id': cpid.to_wire(),
              'attach_handle': _handle_dict(handle)}]
 
 

@@ -82,8 +82,7 @@ def start_program(uuid, bitstream_id, project_id):
         job = {
             'hostname': device.hostname,
             'driver_name': deployable.driver_name,
-            'controlpath_id': {'cpid_type': cpid.cpid_type,
-                               'cpid_info': json.loads(cpid.cpid_info)},
+            'controlpath_id': cpid.to_wire(),
             'deployable_name': deployable.name,
             'deployable_uuid': deployable.uuid,
             'bitstream_id': bitstream_id,

@@ -76,9 +76,8 @@ def _devices_of(session, names):
                   models.ControlpathID.cpid_info)
         .join(models.ControlpathID)
         .where(models.Device.hostname.in_(names))).all()
-    return {(r.hostname, wire.canonical({
-        'cpid_type': r.cpid_type, 'cpid_info': json.loads(r.cpid_info)})): r
-        for r in rows}
+    return {(r.hostname, wire.canonical(
+        models.wire_form(r.cpid_type, r.cpid_info))): r for r in rows}
 
 
 def _apply_health(session, beats, devices):

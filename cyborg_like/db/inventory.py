@@ -6,7 +6,6 @@ reported, new ones are added, vanished ones removed, so a host that
 re-reports, restarts or comes back after an outage never duplicates records.
 """
 
-import json
 
 from oslo_log import log as logging
 from oslo_utils import uuidutils
@@ -68,8 +67,7 @@ def _load_host(session, hostname):
 
 def _device_key(device):
     cpid = device.controlpath_ids[0]
-    return wire.canonical({'cpid_type': cpid.cpid_type,
-                           'cpid_info': json.loads(cpid.cpid_info)})
+    return wire.canonical(cpid.to_wire())
 
 
 def _in_use(device):

@@ -6,6 +6,7 @@ the schema is the same on SQLite, MariaDB and PostgreSQL.
 """
 
 import datetime
+import json
 
 import sqlalchemy as sa
 from sqlalchemy import orm
@@ -89,6 +90,14 @@ class ControlpathID(TimestampMixin, Base):
 
     device: orm.Mapped[Device] = orm.relationship(
         back_populates='controlpath_ids')
+
+    def to_wire(self):
+        """The control path id as agents and drivers speak of it."""
+        return wire_form(self.cpid_type, self.cpid_info)
+
+
+def wire_form(cpid_type, cpid_info):
+    return {'cpid_type': cpid_type, 'cpid_info': json.loads(cpid_info)}
 
 
 class Deployable(TimestampMixin, Base):
