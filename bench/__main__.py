@@ -25,6 +25,9 @@ def _common(parser):
     parser.add_argument('--db-option', action='append', metavar='KEY=VALUE',
                         help='a line for the conductor\'s [database] '
                              'section, e.g. max_pool_size=32 (repeatable)')
+    parser.add_argument('--api-env', action='append', metavar='KEY=VALUE',
+                        help='environment of the API process, e.g. '
+                             'MALLOC_ARENA_MAX=2 (repeatable)')
 
 
 def main(argv=None):
@@ -52,7 +55,10 @@ def main(argv=None):
                      help='seconds of each wrk run')
     api.add_argument('--connections', type=int, default=8)
     api.add_argument('--post-seconds', type=int, default=10)
-    api.add_argument('--cycle-seconds', type=int, default=30)
+    api.add_argument('--cycle-seconds', type=int, default=30,
+                     help='0: no ARQ cycles')
+    api.add_argument('--lists', help='comma-separated lists to measure at '
+                                     'the first size (default: all four)')
     api.add_argument('--cycle-threads', type=int, default=8)
     api.add_argument('--max-cycles', type=int, default=20000)
     api.add_argument('--gunicorn-workers', type=int, default=2,
@@ -92,7 +98,15 @@ def main(argv=None):
     serve.add_argument('--seconds', type=int, default=600)
     serve.set_defaults(module='scenario_serve')
 
+    report = sub.add_parser('report', help='results JSON as Markdown '
+                                           'tables')
+    report.add_argument('results', nargs='+')
+
     args = parser.parse_args(argv)
+    if args.scenario == 'report':
+        from bench import report as report_module
+        report_module.main(args.results)
+        return
 
     def _stop(signum, frame):
         # Unwind, so the services stop and the vhost and database go.

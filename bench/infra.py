@@ -365,7 +365,7 @@ class Deployment:
     def __init__(self, workdir, transport_url, db_url, backend,
                  flush_interval=1.0, host_down_after=60, api_threads=16,
                  gunicorn_workers=0, gunicorn_threads=8, conductor_workers=8,
-                 debug=False, db_options=()):
+                 debug=False, db_options=(), api_env=None):
         self.workdir = workdir
         self.transport_url = transport_url
         self.db_url = db_url
@@ -376,6 +376,7 @@ class Deployment:
         self.db_config_file = os.path.join(workdir, 'database.conf')
         self.gunicorn_workers = gunicorn_workers
         self.gunicorn_threads = gunicorn_threads
+        self.api_env = dict(api_env or {})
         with open(self.config_file, 'w') as f:
             f.write(f"""[DEFAULT]
 transport_url = {transport_url}
@@ -429,10 +430,12 @@ report_timeout = 120
                  'cyborg_like.api.wsgi:application'],
                 os.path.join(self.workdir, 'api-gunicorn.log'),
                 'Booting worker',
-                env={'CYBORG_LIKE_CONFIG_FILES': self.config_file})
+                env=dict(self.api_env,
+                         CYBORG_LIKE_CONFIG_FILES=self.config_file))
         return Service(
             'api', [os.path.join(BIN, 'cyborg-like-api')] + common,
-            os.path.join(self.workdir, 'api.log'), 'API listening on')
+            os.path.join(self.workdir, 'api.log'), 'API listening on',
+            env=self.api_env)
 
     def switch_api(self, gunicorn_workers):
         """Serve the API the other way (same port, conductor kept)."""
@@ -463,6 +466,8 @@ report_timeout = 120
             # one a few requests before measuring.
             for _ in range(4 * self.gunicorn_workers):
                 _http_ok(self.api_url + '/v2/devices?limit=1')
+        # Started, before any load (a few one-item requests at most).
+        self.api_rss_at_start = self.api_memory()
 
     def stop(self):
         for svc in reversed(getattr(self, 'services_extra', [])):
@@ -518,6 +523,9 @@ def deployment(args, **kwargs):
             fresh_database(args.backend) as db_url:
         kwargs.setdefault('db_options', getattr(args, 'db_option', None)
                           or ())
+        kwargs.setdefault('api_env', dict(
+            item.split('=', 1) for item in getattr(args, 'api_env', None)
+            or ()))
         dep = Deployment(workdir, transport_url, db_url, args.backend,
                          **kwargs)
         try:

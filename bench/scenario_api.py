@@ -37,6 +37,7 @@ def run(args):
     large_hosts = max(small_hosts, args.large // per_host)
     with infra.deployment(args, host_down_after=300) as dep:
         results['workdir'] = dep.workdir
+        results['api_memory_at_start'] = dep.api_rss_at_start
         prof = profile.Profiler(dep.workdir)
         # -- inventory, small
         infra.log('reporting %d devices on %d hosts', small_hosts * per_host,
@@ -54,13 +55,16 @@ def run(args):
         results['post_arqs'] = _post_arqs(dep, args)
         results['counts_small'] = _counts(dep)
         # -- lists
-        results['lists_small'] = _lists(dep, args, LISTS, prof,
+        lists = tuple(args.lists.split(',')) if args.lists else LISTS
+        results['lists_small'] = _lists(dep, args, lists, prof,
                                         'small-builtin')
         # -- ARQ cycles
-        results['arq_cycles'] = _cycles(dep, args, targets, prof,
-                                        'cycles-builtin')
+        if args.cycle_seconds:
+            results['arq_cycles'] = _cycles(dep, args, targets, prof,
+                                            'cycles-builtin')
         results['api_memory'] = dep.api_memory()
         results['page_walk_small'] = _walks(dep)
+        results['db_page_small'] = _db_pages(dep)
         results['errors_small'] = {
             name: infra.count_log_errors(svc)
             for name, svc in dep.services.items()}
@@ -71,14 +75,17 @@ def run(args):
                       args.gunicorn_threads)
             dep.gunicorn_threads = args.gunicorn_threads
             dep.switch_api(args.gunicorn_workers)
+            gunicorn_start = dep.api_rss_at_start
             results['gunicorn'] = {
                 'workers': args.gunicorn_workers,
                 'threads': args.gunicorn_threads,
                 'lists': _lists(dep, args, ('devices',), prof,
                                 'small-gunicorn'),
                 'arq_cycles': _cycles(dep, args, targets, prof,
-                                      'cycles-gunicorn'),
+                                      'cycles-gunicorn')
+                if args.cycle_seconds else None,
                 'api_memory': dep.api_memory(),
+                'api_memory_at_start': gunicorn_start,
             }
             dep.switch_api(0)
         # -- inventory, large
@@ -97,6 +104,7 @@ def run(args):
             results['lists_large'] = _lists(
                 dep, args, ('devices', 'deployables'), prof, 'large-builtin')
             results['page_walk_large'] = _walks(dep)
+            results['db_page_large'] = _db_pages(dep)
             results['api_memory_large'] = dep.api_memory()
         results['cpu_seconds'] = dep.cpu()
         results['errors'] = {name: infra.count_log_errors(svc)
@@ -190,11 +198,16 @@ def _lists(dep, args, resources, prof, label):
                                                   'default'),
                                args.duration)
             cpu0 = dep.cpu()
+            conns0 = _db_connections(dep)
             infra.log('wrk GET %s for %ds, %d connections', path,
                       args.duration, args.connections)
             result = infra.wrk(dep.api_url + path, args.duration,
                                args.connections)
             cpu1 = dep.cpu()
+            if conns0 is not None:
+                # Connections the database accepted meanwhile (from anyone
+                # on this machine): the conductor's pool churn.
+                result['new_db_connections'] = _db_connections(dep) - conns0
             result['cpu_cores'] = {
                 k: round((cpu1[k] - cpu0[k]) / args.duration, 2)
                 for k in cpu0}
@@ -213,13 +226,23 @@ def _lists(dep, args, resources, prof, label):
                     profile.print_summary(name, summary)
             infra.log('  %.1f req/s, p50 %.1f ms, p99 %.1f ms, non-2xx %d, '
                       'socket errors %d, %d items/page, cpu ms/req %s, '
-                      'machine busy %s cores, load %s', result['rps'],
+                      'machine busy %s cores, load %s, new DB connections '
+                      '%s', result['rps'],
                       result['p50_ms'] or 0, result['p99_ms'] or 0,
                       result['non_2xx'], result['socket_errors'],
                       result['items_per_page'], result['cpu_ms_per_request'],
                       result['machine_busy_cores'],
-                      result['load_average_after'])
+                      result['load_average_after'],
+                      result.get('new_db_connections'))
     return out
+
+
+def _db_connections(dep):
+    if dep.backend != 'mariadb':
+        return None
+    return int(dep.scalar(
+        "SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS "
+        "WHERE VARIABLE_NAME = 'CONNECTIONS'"))
 
 
 def _cycles(dep, args, targets, prof, label):
@@ -252,6 +275,45 @@ def _cycles(dep, args, targets, prof, label):
               result['cycle_ms'].get('p50'),
               result['bind_wait_ms'].get('p50'), result['cpu_cores'])
     return result
+
+
+def _db_pages(dep, repeat=20):
+    """What the database alone spends on one page of 100, as the conductor
+    asks for it (ORDER BY created_at, id; first page and one near the end,
+    after a marker), and its plan."""
+    import sqlalchemy as sa
+    out = {}
+    with dep.engine.connect() as conn:
+        for table in ('devices', 'deployables'):
+            total = conn.execute(sa.text(
+                'SELECT COUNT(*) FROM %s' % table)).scalar()
+            marker = conn.execute(sa.text(
+                'SELECT created_at, id FROM %s ORDER BY created_at, id '
+                'LIMIT 1 OFFSET :n' % table), {'n': max(0, total - 150)}
+            ).first()
+            queries = {
+                'first': ('SELECT * FROM %s ORDER BY created_at, id '
+                          'LIMIT 100' % table, {}),
+                'near_end': ('SELECT * FROM %s WHERE created_at > :c OR '
+                             '(created_at = :c AND id > :i) ORDER BY '
+                             'created_at, id LIMIT 100' % table,
+                             {'c': marker[0], 'i': marker[1]}),
+            }
+            out[table] = {'rows': total}
+            for name, (sql, params) in queries.items():
+                times = []
+                for _ in range(repeat):
+                    began = time.monotonic()
+                    conn.execute(sa.text(sql), params).all()
+                    times.append(time.monotonic() - began)
+                out[table][name + '_ms'] = percentiles(times)['p50']
+            if dep.backend == 'mariadb':
+                plan = conn.execute(sa.text(
+                    'EXPLAIN ' + queries['first'][0])).mappings().first()
+                out[table]['plan'] = '%s rows=%s %s' % (
+                    plan['type'], plan['rows'], plan['Extra'])
+    infra.log('  database alone, page of 100: %s', out)
+    return out
 
 
 def _walks(dep):
