@@ -30,3 +30,19 @@ def list_opts():
         for group, opts in module.list_opts().items():
             merged.setdefault(group, []).extend(opts)
     return sorted(merged.items())
+
+
+def set_lib_defaults(conf=None):
+    """Our defaults for library options (the oslo.config.opts.defaults
+    entry point, so the generated sample shows them too)."""
+    from oslo_config import cfg
+    from oslo_db import options as db_options
+    # The conductor runs up to [DEFAULT] executor_thread_pool_size RPC
+    # handlers at once, each in a transaction. With oslo.db's 5 pooled
+    # connections every transaction beyond the fifth opened a connection
+    # and closed it after use (with PyMySQL >= 1.2 each new one also builds
+    # a TLS context): about 40% of the conductor's CPU per list request
+    # under 8 concurrent clients (docs/benchmarks.md). Keep up to 30 open;
+    # max_overflow still bounds the rest.
+    cfg.set_defaults(db_options.database_opts, max_pool_size=30)
+    db_options.set_defaults(conf or cfg.CONF, max_pool_size=30)

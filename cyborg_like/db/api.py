@@ -8,22 +8,15 @@ objects, so results can cross RPC as they are.
 import contextlib
 import threading
 
-from oslo_db import options as db_options
 from oslo_db.sqlalchemy import enginefacade
 from oslo_db.sqlalchemy import utils as db_utils
 import sqlalchemy as sa
 
 from cyborg_like.common import exception
 from cyborg_like.conf import CONF
+from cyborg_like.conf import opts
 
-# The conductor runs up to [DEFAULT] executor_thread_pool_size RPC handlers
-# at once, each in a transaction. With oslo.db's 5 pooled connections every
-# transaction beyond the fifth opened a connection and closed it after use
-# (with PyMySQL >= 1.2 each new one also builds a TLS context): about 40% of
-# the conductor's CPU per list request under 8 concurrent clients (see
-# docs/benchmarks.md). Keep up to 30 open; max_overflow still bounds the
-# rest.
-db_options.set_defaults(CONF, max_pool_size=30)
+opts.set_lib_defaults(CONF)
 
 _LOCK = threading.Lock()
 _FACADE = None

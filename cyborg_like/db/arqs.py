@@ -9,6 +9,7 @@ changes the row owns the handle, however many conductors race for it.
 import datetime
 import json
 
+from oslo_db import api as oslo_db_api
 from oslo_utils import uuidutils
 import sqlalchemy as sa
 
@@ -25,6 +26,13 @@ ARQ = models.ExtARQ
 HANDLE = models.AttachHandle
 
 
+# Two first requests of a project may both add its quota row: on MariaDB
+# the loser's transaction dies in a deadlock and is simply run again.
+_retry_deadlock = oslo_db_api.wrap_db_retry(max_retries=5,
+                                            retry_on_deadlock=True)
+
+
+@_retry_deadlock
 def create(profile_name, project_id, group_id=None, limits=None):
     """One ARQ per requested accelerator of each group of the profile,
     counted against the project's ``limits`` ({resource class: n})."""
@@ -261,6 +269,7 @@ def unbind(uuids, project_id=None):
         return released
 
 
+@_retry_deadlock
 def delete(uuids=None, instance_uuid=None, project_id=None):
     """Delete ARQs by uuid (all must exist) or by instance (idempotent)."""
     with api.writer() as session:

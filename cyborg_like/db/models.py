@@ -49,7 +49,11 @@ class Host(TimestampMixin, Base):
 
 class Device(TimestampMixin, Base):
     __tablename__ = 'devices'
-    __table_args__ = (sa.Index('devices_hostname_idx', 'hostname'),)
+    __table_args__ = (
+        sa.Index('devices_hostname_idx', 'hostname'),
+        # Lists page in (created_at, id) order by default.
+        sa.Index('devices_created_at_id_idx', 'created_at', 'id'),
+    )
     id: orm.Mapped[int] = orm.mapped_column(primary_key=True)
     uuid: orm.Mapped[str] = orm.mapped_column(sa.String(36), unique=True)
     type: orm.Mapped[str] = orm.mapped_column(sa.String(30))
@@ -106,7 +110,9 @@ class Deployable(TimestampMixin, Base):
     __tablename__ = 'deployables'
     __table_args__ = (
         sa.UniqueConstraint('device_id', 'name',
-                            name='uniq_deployables0device_id0name'),)
+                            name='uniq_deployables0device_id0name'),
+        sa.Index('deployables_created_at_id_idx', 'created_at', 'id'),
+    )
     id: orm.Mapped[int] = orm.mapped_column(primary_key=True)
     uuid: orm.Mapped[str] = orm.mapped_column(sa.String(36), unique=True)
     parent_id: orm.Mapped[int | None] = orm.mapped_column(
@@ -191,6 +197,7 @@ class ExtARQ(TimestampMixin, Base):
     __table_args__ = (
         sa.Index('extarq_instance_uuid_idx', 'instance_uuid'),
         sa.Index('extarq_project_id_idx', 'project_id'),
+        sa.Index('extarq_created_at_id_idx', 'created_at', 'id'),
     )
     id: orm.Mapped[int] = orm.mapped_column(primary_key=True)
     uuid: orm.Mapped[str] = orm.mapped_column(sa.String(36), unique=True)

@@ -21,7 +21,7 @@ def test_upgrade_from_empty_matches_models(sqlite_db):
 
 
 def test_head_is_the_last_revision():
-    assert migration.head() == '0005'
+    assert migration.head() == '0006'
 
 
 def test_each_revision_upgrades_in_turn(sqlite_db):
