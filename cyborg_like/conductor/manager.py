@@ -6,6 +6,7 @@ import oslo_messaging as messaging
 from oslo_log import log as logging
 from oslo_utils import uuidutils
 
+from cyborg_like.common import context as context_lib
 from cyborg_like.common import exception
 from cyborg_like.common import rpc
 from cyborg_like.conductor import nova
@@ -214,6 +215,16 @@ class ConductorManager:
             return
         LOG.info('ARQ %s bound', uuid)
         self.nova.binding_ended(uuid, instance_uuid, succeeded=True)
+
+    def _fail_interrupted_binds(self):
+        """Periodic (ConductorService): bindings whose conductor died."""
+        # A binding takes at most one agent call; twice that is "gone".
+        stale = arqs.fail_interrupted_binds(
+            2 * CONF.conductor.agent_timeout)
+        for uuid, instance_uuid, released in stale:
+            LOG.warning('Binding of ARQ %s was interrupted; failed it', uuid)
+            self._release(context_lib.get_admin_context(), released)
+            self.nova.binding_ended(uuid, instance_uuid, succeeded=False)
 
     def _check_quota_still_holds(self, uuid):
         """A limit lowered since the ARQ was created stops its binding."""

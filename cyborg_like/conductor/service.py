@@ -5,6 +5,7 @@ import oslo_messaging as messaging
 from oslo_log import log as logging
 
 from cyborg_like.agent import rpcapi as agent_rpcapi
+from cyborg_like.common import periodic
 from cyborg_like.common import rpc
 from cyborg_like.conductor import heartbeats
 from cyborg_like.conductor import manager
@@ -29,15 +30,21 @@ class ConductorService:
         target = messaging.Target(topic=rpcapi.TOPIC, server=self.host)
         self._server = rpc.get_server(target, [self.manager])
         self.placement = placement.PlacementSync(CONF)
+        self._periodic = periodic.Periodic('conductor-periodics', [
+            (CONF.conductor.agent_timeout,
+             self.manager._fail_interrupted_binds),
+        ])
 
     def start(self):
         self.heartbeats.start()
         self._server.start()
         self.placement.start()
+        self._periodic.start()
         LOG.info('Conductor on %s listening on topic %s', self.host,
                  rpcapi.TOPIC)
 
     def stop(self):
+        self._periodic.stop()
         self.placement.stop()
         self._server.stop()
         self._server.wait()

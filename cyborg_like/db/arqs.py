@@ -250,6 +250,26 @@ def fail_bind(uuid, reason):
         return released
 
 
+def fail_interrupted_binds(older_than):
+    """BindStarted for more than ``older_than`` seconds means the conductor
+    finishing it is gone (stopped, crashed): fail them, giving handles
+    back. Returns ``[(arq uuid, instance uuid, released)]``."""
+    cutoff = hosts.utcnow() - datetime.timedelta(seconds=older_than)
+    with api.writer() as session:
+        stale = session.scalars(sa.select(ARQ).where(
+            ARQ.state == states.BIND_STARTED,
+            sa.func.coalesce(ARQ.updated_at, ARQ.created_at) < cutoff)
+            .with_for_update()).all()
+        failed = []
+        for arq in stale:
+            released = _release(session, arq)
+            arq.state = states.BIND_FAILED
+            arq.state_reason = ('The binding was interrupted (its conductor '
+                                'stopped); bind again.')
+            failed.append((arq.uuid, arq.instance_uuid, released))
+        return failed
+
+
 def unbind(uuids, project_id=None):
     """Bound/BindFailed/BindStarted -> Unbound, giving handles back.
 

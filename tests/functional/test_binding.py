@@ -88,3 +88,30 @@ def test_racing_binds_take_each_handle_once(cloud):
         in_use = session.scalar(sa.select(sa.func.count()).where(
             models.AttachHandle.in_use == sa.true()))
     assert in_use == 1
+
+
+def test_a_binding_whose_conductor_died_fails_and_frees_its_handle(cloud):
+    """A conductor stopped between taking a handle and finishing: another
+    conductor's periodic sweep fails the ARQ and gives the handle back."""
+    from cyborg_like.db import arqs
+    [arq] = _arqs(cloud, 1)
+    t4 = _gpu_deployable(cloud, 'T4')
+    arqs.start_bind({arq: {'hostname': cloud_module.HOST,
+                           'device_rp_uuid': t4['rp_uuid'],
+                           'instance_uuid':
+                               '60000000-0000-0000-0000-000000000001'}})
+    arqs.allocate(arq, host_down_after=60)     # the handle is taken...
+    manager = cloud.services[0].manager
+    manager._fail_interrupted_binds()          # ...but it is not old yet
+    assert cloud.conductor_api.get_arq(ADMIN, arq)['state'] == \
+        states.BIND_STARTED
+    with db_api.writer() as session:
+        session.execute(sa.update(models.ExtARQ).values(
+            updated_at=datetime.datetime(2000, 1, 1)))
+    manager._fail_interrupted_binds()
+    result = cloud.conductor_api.get_arq(ADMIN, arq)
+    assert result['state'] == states.BIND_FAILED
+    assert 'interrupted' in result['state_reason']
+    with db_api.reader() as session:
+        assert session.scalar(sa.select(sa.func.count()).where(
+            models.AttachHandle.in_use == sa.true())) == 0
