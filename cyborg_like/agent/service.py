@@ -35,6 +35,11 @@ class AgentService:
         LOG.info('Agent on %s started with drivers %s', self.host,
                  ', '.join(self.tracker.drivers) or '(none)')
 
+    def quiesce(self):
+        """Stop discovery and heartbeats (which call the conductor); keep
+        answering the conductor until ``stop``."""
+        self._periodic.stop()
+
     def stop(self):
         self._periodic.stop()
         self._server.stop()

@@ -38,7 +38,9 @@ class Periodic:
         self._thread.start()
 
     def stop(self):
+        """Wait for a running task to end; may be called more than once."""
         self._worker.stop()
         self._worker.wait()
         if self._thread is not None:
             self._thread.join()
+            self._thread = None

@@ -32,8 +32,12 @@ def run(services, stop_event=None, stop_order=None):
         while not stop_event.wait(1.0):
             pass
     finally:
-        order = stop_order or list(reversed(services))
-        for service in [s for s in order if s in started]:
+        order = [s for s in stop_order or reversed(services) if s in started]
+        # First every service stops starting new work (the agent's loops
+        # call the conductor), then each stops in turn.
+        for service in order:
+            getattr(service, 'quiesce', lambda: None)()
+        for service in order:
             try:
                 service.stop()
             except Exception:

@@ -75,7 +75,11 @@ class Cloud:
         return self
 
     def stop(self):
-        # Conductor first: its unfinished bindings still need the agent.
+        # As the all-in-one: the agent stops calling the conductor, the
+        # conductor finishes its bindings (which need the agent), then the
+        # agent stops.
+        for service in self.services:
+            getattr(service, 'quiesce', lambda: None)()
         for service in self.services:
             service.stop()
         self.services = []
