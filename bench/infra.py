@@ -18,22 +18,15 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 
+import pytest
 import sqlalchemy as sa
+
+from tests.integration import infra as integration_infra
 
 BIN = os.path.dirname(sys.executable)
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-RABBIT_HOST, RABBIT_PORT = '127.0.0.1', 5672
-ADMIN_URLS = {
-    'mariadb': 'mysql+pymysql://root@127.0.0.1:3306/',
-    'postgresql': 'postgresql+psycopg://postgres@127.0.0.1:5432/postgres',
-}
-DB_URLS = {
-    'mariadb': 'mysql+pymysql://root@127.0.0.1:3306/%s?charset=utf8mb4',
-    'postgresql': 'postgresql+psycopg://postgres@127.0.0.1:5432/%s',
-}
 START_TIMEOUT = 60.0
 STOP_TIMEOUT = 15.0
 
@@ -47,11 +40,6 @@ def log(message, *args):
     sys.stderr.write('[bench %s] %s\n' % (stamp, message % args if args
                                           else message))
     sys.stderr.flush()
-
-
-def unique_name(kind):
-    return 'cyborg_like_bench_%s_%d_%s' % (kind, os.getpid(),
-                                           uuid.uuid4().hex[:8])
 
 
 def free_port():
@@ -180,54 +168,27 @@ def machine_facts():
 
 # --- Infrastructure: vhost and database -------------------------------------
 
-def _check_tcp(name, host, port, how):
-    try:
-        socket.create_connection((host, port), timeout=5).close()
-    except OSError as exc:
-        raise BenchError('%s is not reachable on %s:%s (%s). Start it with: '
-                         '%s' % (name, host, port, exc, how))
-
+# The integration tests' helpers, so both make and remove vhosts and
+# databases the same way; their pytest failures become BenchErrors here.
 
 @contextlib.contextmanager
-def rabbitmq_vhost():
-    _check_tcp('RabbitMQ', RABBIT_HOST, RABBIT_PORT,
-               'rabbitmq-server -detached')
-    vhost = unique_name('vhost')
-    run(['rabbitmqctl', '-q', 'add_vhost', vhost])
-    try:
-        run(['rabbitmqctl', '-q', 'set_permissions', '-p', vhost, 'guest',
-             '.*', '.*', '.*'])
-        yield 'rabbit://guest:guest@%s:%d/%s' % (RABBIT_HOST, RABBIT_PORT,
-                                                vhost)
-    finally:
-        run(['rabbitmqctl', '-q', 'delete_vhost', vhost], check=False)
-
-
-@contextlib.contextmanager
-def fresh_database(backend):
-    name = unique_name('db')
-    admin = sa.create_engine(ADMIN_URLS[backend],
-                             isolation_level='AUTOCOMMIT',
-                             poolclass=sa.pool.NullPool)
-    try:
-        with admin.connect() as conn:
-            if backend == 'mariadb':
-                conn.execute(sa.text(
-                    'CREATE DATABASE `%s` CHARACTER SET utf8mb4' % name))
-            else:
-                conn.execute(sa.text('CREATE DATABASE "%s"' % name))
+def _bench_errors(manager):
+    with contextlib.ExitStack() as stack:
         try:
-            yield DB_URLS[backend] % name
-        finally:
-            with admin.connect() as conn:
-                if backend == 'mariadb':
-                    conn.execute(sa.text('DROP DATABASE IF EXISTS `%s`'
-                                         % name))
-                else:
-                    conn.execute(sa.text(
-                        'DROP DATABASE IF EXISTS "%s" WITH (FORCE)' % name))
-    finally:
-        admin.dispose()
+            value = stack.enter_context(manager)
+        except pytest.fail.Exception as exc:
+            raise BenchError(exc.msg) from None
+        yield value
+
+
+def rabbitmq_vhost():
+    """A fresh vhost for guest; yields its transport_url."""
+    return _bench_errors(integration_infra.rabbitmq_vhost())
+
+
+def fresh_database(backend):
+    """A new, empty database; yields its SQLAlchemy URL."""
+    return _bench_errors(integration_infra.fresh_database(backend))
 
 
 # --- Processes --------------------------------------------------------------
