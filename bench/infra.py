@@ -12,26 +12,30 @@ import os
 import platform
 import re
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 
-import pytest
 import sqlalchemy as sa
 
-from tests.integration import infra as integration_infra
+from harness import HarnessError
+from harness import cloud
+from harness import infra as harness_infra
+from harness import process
+from harness.infra import fresh_database  # noqa: F401
+from harness.infra import free_port  # noqa: F401
+from harness.infra import rabbitmq_vhost  # noqa: F401
+from harness.process import Service
+from harness.process import children  # noqa: F401
 
-BIN = os.path.dirname(sys.executable)
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BIN = cloud.BIN
+ROOT = process.ROOT
 
 START_TIMEOUT = 60.0
-STOP_TIMEOUT = 15.0
 
 
-class BenchError(Exception):
+class BenchError(HarnessError):
     pass
 
 
@@ -42,36 +46,12 @@ def log(message, *args):
     sys.stderr.flush()
 
 
-def free_port():
-    with contextlib.closing(socket.socket()) as sock:
-        sock.bind(('127.0.0.1', 0))
-        return sock.getsockname()[1]
-
-
 def run(argv, timeout=120, check=True):
-    proc = subprocess.run(argv, capture_output=True, text=True,
-                          timeout=timeout)
-    if check and proc.returncode != 0:
-        raise BenchError('%s exited with %d:\n%s%s' % (
-            ' '.join(argv), proc.returncode, proc.stdout, proc.stderr))
-    return proc
+    return harness_infra.run(argv, timeout, check)
 
 
 def wait_for(predicate, timeout, message, interval=0.2):
-    deadline = time.monotonic() + timeout
-    last = None
-    while True:
-        try:
-            result = predicate()
-            if result:
-                return result
-            last = result
-        except Exception as exc:    # noqa: BLE001 - reported below
-            last = exc
-        if time.monotonic() >= deadline:
-            raise BenchError('%s (waited %.0fs; last: %r)' % (
-                message, timeout, last))
-        time.sleep(interval)
+    return harness_infra.wait_for(predicate, timeout, message, interval)
 
 
 # --- Tools ------------------------------------------------------------------
@@ -166,134 +146,6 @@ def machine_facts():
     return facts
 
 
-# --- Infrastructure: vhost and database -------------------------------------
-
-# The integration tests' helpers, so both make and remove vhosts and
-# databases the same way; their pytest failures become BenchErrors here.
-
-@contextlib.contextmanager
-def _bench_errors(manager):
-    with contextlib.ExitStack() as stack:
-        try:
-            value = stack.enter_context(manager)
-        except pytest.fail.Exception as exc:
-            raise BenchError(exc.msg) from None
-        yield value
-
-
-def rabbitmq_vhost():
-    """A fresh vhost for guest; yields its transport_url."""
-    return _bench_errors(integration_infra.rabbitmq_vhost())
-
-
-def fresh_database(backend):
-    """A new, empty database; yields its SQLAlchemy URL."""
-    return _bench_errors(integration_infra.fresh_database(backend))
-
-
-# --- Processes --------------------------------------------------------------
-
-class Service:
-    """One process, logging to a file, ready when its log says so."""
-
-    def __init__(self, name, argv, log_path, ready_line, env=None):
-        self.name = name
-        self.argv = argv
-        self.log_path = log_path
-        self.ready_line = ready_line
-        self.env = env
-        self.proc = None
-        self._log = None
-
-    @property
-    def pid(self):
-        return self.proc.pid if self.proc else None
-
-    @property
-    def running(self):
-        return self.proc is not None and self.proc.poll() is None
-
-    def start(self, timeout=START_TIMEOUT):
-        offset = self.log_size()
-        self._log = open(self.log_path, 'ab')
-        env = dict(os.environ, **(self.env or {}))
-        self.proc = subprocess.Popen(self.argv, stdout=self._log,
-                                     stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL,
-                                     start_new_session=True, env=env,
-                                     cwd=ROOT)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise BenchError('%s exited with %s while starting:\n%s' % (
-                    self.name, self.proc.returncode, self.tail()))
-            if self.ready_line in self.read_log(offset):
-                return
-            time.sleep(0.1)
-        raise BenchError('%s did not log %r within %.0fs:\n%s' % (
-            self.name, self.ready_line, timeout, self.tail()))
-
-    def stop(self, timeout=STOP_TIMEOUT):
-        if self.proc is None:
-            return None
-        code = None
-        try:
-            if self.proc.poll() is None:
-                # The whole session: gunicorn's workers go with it.
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(self.proc.pid, signal.SIGTERM)
-                try:
-                    code = self.proc.wait(timeout)
-                except subprocess.TimeoutExpired:
-                    with contextlib.suppress(ProcessLookupError):
-                        os.killpg(self.proc.pid, signal.SIGKILL)
-                    self.proc.wait(10)
-            else:
-                code = self.proc.returncode
-        finally:
-            self.proc = None
-            if self._log is not None:
-                self._log.close()
-                self._log = None
-        return code
-
-    def log_size(self):
-        try:
-            return os.path.getsize(self.log_path)
-        except FileNotFoundError:
-            return 0
-
-    def read_log(self, offset=0):
-        try:
-            with open(self.log_path, 'rb') as f:
-                f.seek(offset)
-                return f.read().decode('utf-8', 'replace')
-        except FileNotFoundError:
-            return ''
-
-    def tail(self, lines=60):
-        return '\n'.join(self.read_log().splitlines()[-lines:])
-
-    def pids(self):
-        """The process and its children (gunicorn workers)."""
-        if not self.running:
-            return []
-        return [self.proc.pid] + children(self.proc.pid)
-
-
-def children(pid):
-    found = []
-    try:
-        with open('/proc/%d/task/%d/children' % (pid, pid)) as f:
-            kids = [int(p) for p in f.read().split()]
-    except OSError:
-        return found
-    for kid in kids:
-        found.append(kid)
-        found.extend(children(kid))
-    return found
-
-
 def rss_mb(pid):
     """(VmRSS, VmHWM) of a process in MB (10^6 bytes)."""
     values = {}
@@ -319,7 +171,7 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / ticks
 
 
-class Deployment:
+class Deployment(cloud.Cloud):
     """Conductor and API (built-in server or gunicorn) on one vhost and one
     database; the simulated agents are started by the scenarios."""
 
@@ -327,95 +179,44 @@ class Deployment:
                  flush_interval=1.0, host_down_after=60, api_threads=16,
                  gunicorn_workers=0, gunicorn_threads=8, conductor_workers=8,
                  debug=False, db_options=(), api_env=None):
-        self.workdir = workdir
-        self.transport_url = transport_url
-        self.db_url = db_url
         self.backend = backend
-        self.api_port = free_port()
-        self.api_url = 'http://127.0.0.1:%d' % self.api_port
-        self.config_file = os.path.join(workdir, 'cyborg_like.conf')
-        self.db_config_file = os.path.join(workdir, 'database.conf')
-        self.gunicorn_workers = gunicorn_workers
-        self.gunicorn_threads = gunicorn_threads
-        self.api_env = dict(api_env or {})
-        with open(self.config_file, 'w') as f:
-            f.write(f"""[DEFAULT]
-transport_url = {transport_url}
-host = bench-conductor
-state_path = {os.path.join(workdir, 'state')}
-debug = {debug}
-
-[api]
-host_ip = 127.0.0.1
-port = {self.api_port}
-auth_strategy = noauth
-conductor_timeout = 30
-threads = {api_threads}
-
-[conductor]
-host_down_after = {host_down_after}
-heartbeat_flush_interval = {flush_interval}
-workers = {conductor_workers}
-agent_timeout = 30
-
-[agent]
-report_timeout = 120
-""")
-        with open(self.db_config_file, 'w') as f:
-            f.write('[database]\nconnection = %s\n' % db_url)
-            for option in db_options:
-                f.write('%s\n' % option)
-        common = ['--config-file', self.config_file]
-        with_db = common + ['--config-file', self.db_config_file]
-        self.services = {
-            'conductor': Service(
-                'conductor',
-                [os.path.join(BIN, 'cyborg-like-conductor')] + with_db,
-                os.path.join(workdir, 'conductor.log'),
-                'Conductor on bench-conductor listening'),
-        }
-        self.services['api'] = self._api_service(gunicorn_workers)
-        self._engine = None
-
-    def _api_service(self, gunicorn_workers):
-        common = ['--config-file', self.config_file]
+        # The simulated agents, stopped before the services.
+        self.services_extra = []
+        super().__init__(
+            workdir, transport_url, db_url, host='bench-conductor',
+            config={
+                'DEFAULT': {'debug': debug},
+                'api': {'conductor_timeout': 30, 'threads': api_threads},
+                'conductor': {'host_down_after': host_down_after,
+                              'heartbeat_flush_interval': flush_interval,
+                              'workers': conductor_workers,
+                              'agent_timeout': 30},
+                'agent': {'report_timeout': 120}},
+            service_config={'conductor': '[database]\n%s\n' % '\n'.join(
+                db_options)} if db_options else None,
+            agent=False, api_env=api_env, gunicorn_workers=gunicorn_workers,
+            gunicorn_threads=gunicorn_threads)
         if gunicorn_workers:
             ensure_python_tool('gunicorn', 'gunicorn')
-            return Service(
-                'api',
-                [os.path.join(BIN, 'gunicorn'), '-w', str(gunicorn_workers),
-                 '-k', 'gthread', '--threads', str(self.gunicorn_threads),
-                 '-b', '127.0.0.1:%d' % self.api_port,
-                 '--error-logfile', '-', '--log-level', 'info',
-                 '--keep-alive', '30',
-                 'cyborg_like.api.wsgi:application'],
-                os.path.join(self.workdir, 'api-gunicorn.log'),
-                'Booting worker',
-                env=dict(self.api_env,
-                         CYBORG_LIKE_CONFIG_FILES=self.config_file))
-        return Service(
-            'api', [os.path.join(BIN, 'cyborg-like-api')] + common,
-            os.path.join(self.workdir, 'api.log'), 'API listening on',
-            env=self.api_env)
 
     def switch_api(self, gunicorn_workers):
         """Serve the API the other way (same port, conductor kept)."""
+        if gunicorn_workers:
+            ensure_python_tool('gunicorn', 'gunicorn')
         self.services['api'].stop()
         self.gunicorn_workers = gunicorn_workers
-        self.services['api'] = self._api_service(gunicorn_workers)
+        self.services['api'] = self._api_service()
         self._start_api()
 
     def dbsync(self):
-        run([os.path.join(BIN, 'cyborg-like-dbsync'), '--config-file',
-             self.config_file, '--config-file', self.db_config_file,
-             'upgrade'])
+        super().dbsync('upgrade')
 
     def start(self):
-        self.services['conductor'].start()
+        self.services['conductor'].start(START_TIMEOUT)
         self._start_api()
 
     def _start_api(self):
-        self.services['api'].start()
+        self.services['api'].start(START_TIMEOUT)
         # gunicorn: wait until every worker has built the app (and answers).
         wait_for(lambda: _http_ok(self.api_url + '/v2'), 60,
                  'The API never answered GET /v2')
@@ -430,20 +231,10 @@ report_timeout = 120
         # Started, before any load (a few one-item requests at most).
         self.api_rss_at_start = self.api_memory()
 
-    def stop(self):
-        for svc in reversed(getattr(self, 'services_extra', [])):
+    def close(self):
+        for svc in reversed(self.services_extra):
             svc.stop()
-        for name in ('api', 'conductor'):
-            self.services[name].stop()
-        if self._engine is not None:
-            self._engine.dispose()
-
-    @property
-    def engine(self):
-        if self._engine is None:
-            self._engine = sa.create_engine(self.db_url,
-                                            poolclass=sa.pool.NullPool)
-        return self._engine
+        super().close()
 
     def scalar(self, sql, **params):
         with self.engine.connect() as conn:
@@ -494,12 +285,10 @@ def deployment(args, **kwargs):
             dep.start()
             yield dep
         except BaseException:
-            for name, svc in dep.services.items():
-                sys.stderr.write('----- %s log (last lines of %s)\n%s\n' % (
-                    name, svc.log_path, svc.tail()))
+            dep.print_logs()
             raise
         finally:
-            dep.stop()
+            dep.close()
 
 
 def pids_named(*names):
@@ -611,7 +400,7 @@ def simagent(dep, name, timeout=600, **options):
             argv += [flag, str(value)]
     svc = Service(name, argv, os.path.join(dep.workdir, '%s.log' % name),
                   'SIMAGENT READY')
-    dep.services_extra = getattr(dep, 'services_extra', []) + [svc]
+    dep.services_extra.append(svc)
     svc.start(timeout=timeout)
     return svc, result_file
 

@@ -8,6 +8,11 @@
 # Extra arguments go to pytest (e.g. -k postgresql, -x, -v).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# test_playbooks.py: gcc builds the fake NVML its nvidia package ships;
+# tools/make-debian-root.sh (called by the test) installs debootstrap.
+if ! command -v gcc >/dev/null && [ "$(id -u)" = 0 ]; then
+    apt-get update -qq && apt-get install -y -qq gcc >/dev/null
+fi
 tools/setup-venv.sh
 exec .venv/bin/python -m pytest -m integration tests/integration \
     -p no:cacheprovider "$@"

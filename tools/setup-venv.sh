@@ -15,6 +15,9 @@ if [ ! -f "$stamp" ] || [ -n "$(find $inputs -newer "$stamp" 2>/dev/null)" ]; th
     "$VENV/bin/python" -m pip install --quiet --upgrade pip
     "$VENV/bin/python" -m pip install --quiet -c constraints.txt \
         -r requirements.txt -r test-requirements.txt
+    # A cyborg_like.egg-info left by an older install keeps its own entry
+    # points list, hiding new plugins (image stores) until it is remade.
+    rm -rf cyborg_like.egg-info
     "$VENV/bin/python" -m pip install --quiet --no-deps -e .
     touch "$stamp"
 fi

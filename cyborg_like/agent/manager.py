@@ -1,10 +1,14 @@
 """The agent's RPC endpoint: what the conductor may ask of this host."""
 
+import time
+
 import oslo_messaging as messaging
 from oslo_log import log as logging
 
 from cyborg_like.agent import bitstreams
+from cyborg_like.agent import image_cache
 from cyborg_like.agent import rpcapi
+from cyborg_like.common import describe
 from cyborg_like.common import exception
 from cyborg_like.common import rpc
 from cyborg_like.conf import CONF
@@ -17,8 +21,15 @@ LOG = logging.getLogger(__name__)
 class AgentManager:
     target = messaging.Target(version=rpcapi.RPC_API_VERSION)
 
-    def __init__(self, tracker):
+    def __init__(self, tracker, images=None, playbooks=None):
         self.tracker = tracker
+        # agent/playbook_runner.PlaybookRunner: driver operations.
+        self.playbooks = playbooks
+        # Catalog images fetched by id (image_cache.py).
+        self.images = images or image_cache.ImageCache(
+            CONF.agent.image_cache_dir,
+            CONF.agent.image_cache_size * 1024 * 1024,
+            image_cache.http_fetcher(CONF))
 
     def resync_inventory(self, context):
         LOG.info('Conductor asked for the whole inventory (request %s)',
@@ -48,24 +59,79 @@ class AgentManager:
             raise exception.DriverError(
                 driver=job['driver_name'],
                 reason='it cannot program bitstreams')
-        path = bitstreams.locate(CONF.agent.bitstream_dir,
-                                 job['bitstream_id'])
-        LOG.info('Programming %s of %s with bitstream %s',
-                 job['deployable_name'], job['controlpath_id'],
+        if job.get('image'):
+            # A catalog image: fetched (or found in the cache) and its
+            # sha256 verified before anything is programmed.
+            path = self.images.path_for(job['image'])
+        else:
+            path = bitstreams.locate(CONF.agent.bitstream_dir,
+                                     job['bitstream_id'])
+        what = '%s of %s' % (job['deployable_name'],
+                             describe.controlpath(job['controlpath_id']))
+        started = time.monotonic()
+        # "with bitstream" once per programming (tests count it).
+        LOG.info('Programming %s with bitstream %s started', what,
                  job['bitstream_id'])
-        driver.program(job['controlpath_id'], job['deployable_name'], path,
-                       job['bitstream_id'])
+        try:
+            driver.program(job['controlpath_id'], job['deployable_name'],
+                           path, job['bitstream_id'])
+        except Exception as error:
+            LOG.warning('Programming %s (bitstream %s) failed after %.1f s: '
+                        '%s', what, job['bitstream_id'],
+                        time.monotonic() - started, error)
+            raise
+        LOG.info('Programming %s (bitstream %s) finished in %.1f s', what,
+                 job['bitstream_id'], time.monotonic() - started)
         return job['bitstream_id']
 
+    def flash_firmware(self, context, job):
+        """Flash a device's firmware with a catalog image (fetched and
+        verified first), then discover again: its regions and their
+        interfaces may have changed. Returns the firmware before and
+        after."""
+        driver = self._driver(job['driver_name'])
+        if not isinstance(driver, base.Flashable):
+            raise exception.DriverError(
+                driver=job['driver_name'], reason='it cannot flash firmware')
+        cpid = job['controlpath_id']
+        path = self.images.path_for(job['image'])
+        old = driver.firmware_versions(cpid)
+        started = time.monotonic()
+        LOG.info('Flashing %s with image %s started (firmware now: %s)',
+                 describe.controlpath(cpid), job['image']['uuid'],
+                 describe.mapping(old))
+        try:
+            driver.flash_firmware(cpid, path)
+        finally:
+            self._rediscover()
+        new = driver.firmware_versions(cpid)
+        LOG.info('Flashing %s finished in %.1f s: firmware now %s',
+                 describe.controlpath(cpid), time.monotonic() - started,
+                 describe.mapping(new))
+        return {'old': old, 'new': new}
+
+    def _rediscover(self):
+        # Even a failed flash may have changed what the card shows; a
+        # report that fails now is retried by the discovery loop.
+        try:
+            self.tracker.update_inventory(force=True)
+        except Exception:
+            LOG.exception('Reporting the inventory after a flash failed')
+
     def release_attach_handle(self, context, released):
-        driver = self._driver(released['driver_name'])
-        if isinstance(driver, base.AttachPreparing):
-            try:
-                driver.release_attach_handle(released['controlpath_id'],
-                                             released['attach_handle'])
-            except Exception:
-                LOG.exception('Could not release attach handle %s',
-                              released['attach_handle'])
+        self.tracker.release(released)
+
+    def start_playbook(self, context, job):
+        """Start a driver operation's playbook; answers once it runs in
+        the background (its progress and end come as conductor calls)."""
+        self.playbooks.start(job)
+
+    def cancel_playbook(self, context, operation_uuid):
+        """Stop the operation's playbook; when it does not run here,
+        tell the conductor so (it was cancelled before it started)."""
+        if not self.playbooks.cancel(operation_uuid):
+            self.playbooks.conductor_api.finish_driver_operation(
+                context, operation_uuid, {'status': 'not_started'})
 
     def _driver(self, name):
         try:

@@ -9,15 +9,25 @@ keeps its last known devices and never stops the others.
 import threading
 
 from oslo_log import log as logging
+import oslo_messaging as messaging
 import stevedore
 
 from cyborg_like.common import context as ctx
+from cyborg_like.common import describe
 from cyborg_like.common import inventory
 from cyborg_like.drivers import base
 
 LOG = logging.getLogger(__name__)
 
-AGENT_VERSION = '1.0'
+# 1.1: confirms every release of an attach handle (conductor 1.6).
+# 1.2: runs driver playbooks (agent RPC 1.4, conductor 1.10).
+AGENT_VERSION = '1.2'
+
+# What a call to the conductor meets while no conductor is listening yet or
+# the broker is away: expected at start and during outages, not a bug.
+CONDUCTOR_AWAY = (messaging.MessagingTimeout,
+                  messaging.MessageDeliveryFailure)
+FIRST_REPORT_FIRST_PAUSE = 0.1
 
 
 def load_drivers(conf):
@@ -43,6 +53,7 @@ class ResourceTracker:
         self._known = {}            # driver name -> last devices it found
         self._reported_hash = None  # the inventory the conductor accepted
         self._restored = False      # handles in use checked since start
+        self._unconfirmed = {}      # handle uuid -> erased, to tell again
         self._lock = threading.Lock()
 
     def discover(self):
@@ -70,11 +81,79 @@ class ResourceTracker:
                 ctx.get_admin_context(), self.host, devices, digest)
             self._reported_hash = digest
             bound = summary.pop('bound', [])
+            releasing = summary.pop('releasing', [])
             LOG.info('Reported %d device(s) to the conductor: %s',
-                     len(devices), summary)
+                     len(devices), describe.counts(summary))
             if not self._restored:
                 self._restore(bound)
+                # Releases the conductor asked for while this agent was
+                # away: carry them out now.
+                for item in releasing:
+                    self.release(item)
             return True
+
+    def release(self, released):
+        """Undo a handle's preparation (an FPGA driver may erase its
+        region), then tell the conductor the handle is free again."""
+        driver = self.drivers.get(released['driver_name'])
+        erased = False
+        if isinstance(driver, base.AttachPreparing):
+            try:
+                erased = bool(driver.release_attach_handle(
+                    released['controlpath_id'], released['attach_handle']))
+            except Exception:
+                # What the region holds now is unknown: say it lost its
+                # bitstream, so the next binding programs it again.
+                LOG.exception('Could not release attach handle %s',
+                              describe.attach_handle(
+                                  released['attach_handle']))
+                erased = True
+        if released.get('confirm'):
+            self._unconfirmed[released['attach_handle']['uuid']] = erased
+            self._confirm_releases()
+
+    def _confirm_releases(self):
+        """Tell the conductor of releases it has not heard of; what fails
+        is told again with the next heartbeat."""
+        if not self.conductor_api.can_confirm_releases():
+            self._unconfirmed.clear()
+            return
+        for uuid, erased in list(self._unconfirmed.items()):
+            try:
+                self.conductor_api.handle_released(
+                    ctx.get_admin_context(), uuid, erased)
+            except Exception as error:
+                LOG.warning('Could not confirm the release of attach handle '
+                            '%s yet (%s); will retry', uuid, error)
+                return
+            self._unconfirmed.pop(uuid, None)
+
+    def report_first(self, stopping, max_pause):
+        """Report until a conductor answers, pausing 0.1 s doubling up to
+        ``max_pause`` between tries: the agent may start before the
+        conductor or the broker. A try that meets no conductor is one
+        warning line. Returns False if ``stopping`` was set first.
+
+        A conductor that answers with an error (an inventory it refuses)
+        ends the quick retries: that is logged with its traceback and left
+        to the discovery loop, which tries again at its interval.
+        """
+        pause = FIRST_REPORT_FIRST_PAUSE
+        while not stopping.is_set():
+            try:
+                self.update_inventory(force=True)
+                return True
+            except CONDUCTOR_AWAY as error:
+                LOG.warning('No conductor took the first inventory report '
+                            'of %s yet (%s); trying again in %.1fs',
+                            self.host, type(error).__name__, pause)
+            except Exception:
+                LOG.exception('First inventory report of %s failed; the '
+                              'discovery loop will try again', self.host)
+                return True
+            stopping.wait(pause)
+            pause = min(pause * 2, max_pause)
+        return False
 
     def _restore(self, bound):
         """After a start, make sure what workloads hold still exists on
@@ -90,12 +169,14 @@ class ResourceTracker:
                                              item['attach_handle'])
             except Exception:
                 LOG.exception('Could not restore attach handle %s',
-                              item['attach_handle'])
+                              describe.attach_handle(item['attach_handle']))
         if bound:
             LOG.info('Checked %d attach handle(s) held by workloads',
                      len(bound))
 
     def heartbeat(self):
+        if self._unconfirmed:
+            self._confirm_releases()
         self.conductor_api.heartbeat(ctx.get_admin_context(), self.host,
                                      AGENT_VERSION, self._reported_hash,
                                      self.health())

@@ -1,9 +1,12 @@
 """The agent process: discovery and heartbeat loops plus an RPC server."""
 
+import threading
+
 import oslo_messaging as messaging
 from oslo_log import log as logging
 
 from cyborg_like.agent import manager
+from cyborg_like.agent import playbook_runner
 from cyborg_like.agent import resource_tracker
 from cyborg_like.agent import rpcapi
 from cyborg_like.common import periodic
@@ -18,30 +21,69 @@ class AgentService:
     def __init__(self, host=None, drivers=None):
         self.host = host or CONF.host
         conductor_api = conductor_rpcapi.ConductorAPI(
-            timeout=CONF.agent.report_timeout)
+            timeout=CONF.agent.report_timeout,
+            call_monitor_timeout=CONF.agent.report_pickup_timeout)
         self.tracker = resource_tracker.ResourceTracker(
             self.host, CONF, conductor_api, drivers=drivers)
+        self.playbooks = playbook_runner.PlaybookRunner(
+            self.host, CONF, conductor_rpcapi.ConductorAPI(
+                timeout=CONF.agent.report_timeout), self.tracker)
         target = messaging.Target(topic=rpcapi.TOPIC, server=self.host)
-        self._server = rpc.get_server(
-            target, [manager.AgentManager(self.tracker)])
+        self.manager = manager.AgentManager(self.tracker,
+                                            playbooks=self.playbooks)
+        self._server = rpc.get_server(target, [self.manager])
         self._periodic = periodic.Periodic('agent-periodics', [
-            (CONF.agent.discovery_interval, self.tracker.update_inventory),
-            (CONF.agent.heartbeat_interval, self.tracker.heartbeat),
+            (CONF.agent.discovery_interval,
+             _quiet_while_conductor_away(self.tracker.update_inventory)),
+            (CONF.agent.heartbeat_interval,
+             _quiet_while_conductor_away(self.tracker.heartbeat)),
         ])
+        self._stopping = threading.Event()
+        self._starter = None
 
     def start(self):
         self._server.start()
-        self._periodic.start()
+        # The first report is retried quickly until a conductor takes it
+        # (services start in any order); the loops start after it.
+        self._stopping.clear()
+        self._starter = threading.Thread(target=self._report_then_loop,
+                                         name='agent-first-report',
+                                         daemon=True)
+        self._starter.start()
         LOG.info('Agent on %s started with drivers %s', self.host,
                  ', '.join(self.tracker.drivers) or '(none)')
+
+    def _report_then_loop(self):
+        if self.tracker.report_first(
+                self._stopping, CONF.agent.first_report_max_interval):
+            self._periodic.start()
 
     def quiesce(self):
         """Stop discovery and heartbeats (which call the conductor); keep
         answering the conductor until ``stop``."""
+        self._stopping.set()
+        if self._starter is not None:
+            self._starter.join()
+            self._starter = None
         self._periodic.stop()
 
     def stop(self):
-        self._periodic.stop()
+        self.quiesce()
+        self.playbooks.stop()
         self._server.stop()
         self._server.wait()
         LOG.info('Agent on %s stopped', self.host)
+
+
+def _quiet_while_conductor_away(func):
+    """``func`` for the periodic loop: a conductor or broker that is away
+    is one warning line per try, not a traceback."""
+    def task():
+        try:
+            func()
+        except resource_tracker.CONDUCTOR_AWAY as error:
+            LOG.warning('%s: no conductor answered (%s); trying again at '
+                        'the next interval', func.__name__,
+                        type(error).__name__)
+    task.__name__ = func.__name__
+    return task

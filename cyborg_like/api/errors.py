@@ -15,16 +15,19 @@ a status code here, at the edge.
 import json
 
 import oslo_messaging as messaging
+from oslo_context import context
 from oslo_log import log as logging
 import webob
 import webob.exc
 
 from cyborg_like.common import exception
+from cyborg_like.conf import CONF
 
 LOG = logging.getLogger(__name__)
 
 _STATUS_BY_KIND = (
     (exception.NotFound, 404),
+    (exception.TooLarge, 413),
     (exception.Invalid, 400),
     (exception.Conflict, 409),
     (exception.Forbidden, 403),
@@ -43,7 +46,9 @@ def status_for(error):
 _CODE_BY_STATUS = {400: 'accel.request.invalid', 401: 'accel.unauthorized',
                    403: 'accel.forbidden', 404: 'accel.not_found',
                    405: 'accel.method_not_allowed', 406: 'accel.version',
-                   409: 'accel.conflict', 503: 'accel.unavailable'}
+                   409: 'accel.conflict', 413: 'accel.request.too_large',
+                   415: 'accel.request.unsupported_media_type',
+                   503: 'accel.unavailable'}
 
 
 def response(status, message, headers=None, code=None):
@@ -65,18 +70,50 @@ def from_exception(error):
                         _passed_headers(error))
     if isinstance(error, messaging.MessagingTimeout):
         LOG.error('The conductor did not answer in time: %s', error)
-        return response(503, 'The conductor did not answer in time; the '
-                             'service may be down or overloaded. Try again '
-                             'later.')
+        return unavailable('The conductor did not answer in time; the '
+                           'service may be down or overloaded. Try again '
+                           'later.')
+    if isinstance(error, messaging.RemoteError):
+        # The conductor failed unexpectedly: the message holds its
+        # traceback, server paths and SQL. They stay in the log, under the
+        # request id the client is given in X-OpenStack-Request-ID.
+        LOG.error('Request %(request_id)s: the conductor failed: %(error)s',
+                  {'request_id': _request_id(), 'error': error})
+        return _unexpected('accel.conductor.error')
     if isinstance(error, messaging.MessagingException):
+        # The text may name the broker's address: logged, not answered.
         LOG.error('Could not reach the conductor: %s', error)
-        return response(503, 'Could not reach the conductor: %s' % error)
+        return unavailable('Could not reach the conductor; the message '
+                           'broker may be down. Try again later.',
+                           code='accel.conductor.unreachable')
     if isinstance(error, exception.CyborgLikeException):
-        return response(status_for(error), error.message,
+        status = status_for(error)
+        headers = ({'Retry-After': str(CONF.api.retry_after)}
+                   if status == 503 else None)
+        return response(status, error.message, headers,
                         code=error.error_code)
-    LOG.exception('Unexpected error')
+    # Built-in exceptions of the conductor (a RuntimeError) are rebuilt
+    # as themselves, their message holding its traceback: logged, not sent.
+    LOG.exception('Request %s: unexpected error', _request_id())
+    return _unexpected('accel.error')
+
+
+def _request_id():
+    current = context.get_current()
+    return getattr(current, 'request_id', None)
+
+
+def _unexpected(code):
     return response(500, 'An unexpected error prevented the request from '
-                         'being fulfilled.')
+                         'being fulfilled; the service logs tell more under '
+                         'its request id.', code=code)
+
+
+def unavailable(message, code=None):
+    """503 with Retry-After ([api] retry_after): the conductor or the
+    broker is away; the request was not carried out and may be retried."""
+    return response(503, message,
+                    {'Retry-After': str(CONF.api.retry_after)}, code=code)
 
 
 def _passed_headers(error):

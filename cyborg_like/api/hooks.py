@@ -4,6 +4,7 @@ from pecan import hooks
 
 from cyborg_like.api import errors
 from cyborg_like.api import microversion
+from cyborg_like.api import policy
 from cyborg_like.common import context
 
 
@@ -25,7 +26,10 @@ class ContextHook(hooks.PecanHook):
             ctx.project_id = ctx.project_id or NOAUTH_PROJECT
             if not ctx.roles:
                 ctx.roles = ['admin', 'member', 'reader']
-        ctx.is_admin = 'admin' in ctx.roles
+        # Who the caller is, decided once by policy (rules in
+        # cyborg_like/policies/base.py) and carried to the conductor.
+        ctx.is_admin = policy.check('context_is_admin', ctx)
+        ctx.all_projects = policy.check('all_projects_api', ctx)
         state.request.context = ctx
 
 
@@ -67,6 +71,8 @@ class EmptyBodyHook(hooks.PecanHook):
     """
 
     def after(self, state):
+        if not isinstance(state.response.app_iter, list):
+            return      # streamed (image data): never read it here
         if state.response.body == b'null':
             state.response.body = b''
             state.response.content_type = None

@@ -10,8 +10,11 @@ The range is Cyborg 17's, so clients negotiate with us as with Cyborg:
 
 import functools
 
+import microversion_parse
 import pecan
 import webob.exc
+
+from cyborg_like.api import validation
 
 SERVICE_TYPE = 'accelerator'
 HEADER = 'OpenStack-API-Version'
@@ -21,26 +24,20 @@ MAX_HEADER = 'OpenStack-API-Maximum-Version'
 
 @functools.total_ordering
 class Version:
+    """X.Y, ordered. Not microversion_parse's tuple: "%s" % version must
+    print it, as it does in messages."""
+
     def __init__(self, major, minor):
         self.major, self.minor = major, minor
-
-    @classmethod
-    def parse(cls, text):
-        try:
-            major, minor = text.strip().split('.')
-            if not (major.isdigit() and minor.isdigit()):
-                raise ValueError(text)
-            return cls(int(major), int(minor))
-        except ValueError:
-            raise webob.exc.HTTPBadRequest(
-                detail='Invalid value %r for the %s header; expected '
-                       '"%s X.Y".' % (text, HEADER, SERVICE_TYPE))
 
     def __eq__(self, other):
         return (self.major, self.minor) == (other.major, other.minor)
 
     def __lt__(self, other):
         return (self.major, self.minor) < (other.major, other.minor)
+
+    def __hash__(self):
+        return hash((self.major, self.minor))
 
     def __str__(self):
         return '%d.%d' % (self.major, self.minor)
@@ -54,28 +51,49 @@ DEVICE_PROFILE_BY_NAME = Version(2, 2)
 DEVICE_STATUS = Version(2, 3)
 
 
+def _bare_version(raw):
+    """The last bare "X.Y" of the header: older clients send it without
+    the service type, and Cyborg accepts it."""
+    words = [part.split() for part in raw.split(',')]
+    bare = [w[0] for w in words if len(w) == 1]
+    return bare[-1] if bare else None
+
+
+def _asked_for(headers):
+    """The version text the request names for us, or None."""
+    raw = headers.get(HEADER)
+    if raw is None:
+        return None
+    text = microversion_parse.get_version({HEADER: raw}, SERVICE_TYPE)
+    return text if text is not None else _bare_version(raw)
+
+
+def _parse(text):
+    try:
+        parsed = microversion_parse.parse_version_string(text)
+    except TypeError:
+        raise webob.exc.HTTPBadRequest(
+            detail='Invalid value %s for the %s header; expected '
+                   '"%s X.Y" or "%s latest".' % (
+                       validation.excerpt(text), HEADER, SERVICE_TYPE,
+                       SERVICE_TYPE))
+    return Version(parsed.major, parsed.minor)
+
+
 def requested(headers):
     """The version a request asks for; the minimum when it names none."""
-    text = None
-    raw = headers.get(HEADER)
-    if raw is not None:
-        for part in raw.split(','):
-            words = part.split()
-            if len(words) == 2 and words[0].lower() == SERVICE_TYPE:
-                text = words[1]
-            elif len(words) == 1:
-                # A bare version: older clients send it, Cyborg accepts it.
-                text = words[0]
+    text = _asked_for(headers)
     if text is None:
         return MIN_VERSION
     if text.lower() == 'latest':
         return MAX_VERSION
-    version = Version.parse(text)
+    version = _parse(text)
     if not MIN_VERSION <= version <= MAX_VERSION:
         raise webob.exc.HTTPNotAcceptable(
             detail='Version %s was requested but is not supported by this '
                    'service. The supported version range is: [%s, %s].'
-                   % (version, MIN_VERSION, MAX_VERSION),
+                   % (validation.excerpt(str(version))[1:-1], MIN_VERSION,
+                      MAX_VERSION),
             headers=range_headers())
     return version
 

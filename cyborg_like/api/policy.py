@@ -33,15 +33,31 @@ def reset():
         _ENFORCER = None
 
 
-def authorize(rule, context, target=None):
-    """403 unless ``context`` may do ``rule`` on ``target``.
+# The target of cloud-wide inventory (devices, deployables, attributes,
+# hosts): it names no project, so no project-scoped check can match it.
+CLOUD = {}
 
-    The default target is the caller's own project, which is what list
-    operations act on: the conductor scopes their queries to it.
-    """
-    target = target or {'project_id': context.project_id}
+
+def _target(context, target):
+    # By default the caller's own project, which is what list operations
+    # act on: the conductor scopes their queries to it.
+    return {'project_id': context.project_id} if target is None else target
+
+
+def authorize(rule, context, target=None):
+    """403 unless ``context`` may do ``rule`` on ``target``."""
     try:
-        get_enforcer().authorize(rule, target, context, do_raise=True)
+        get_enforcer().authorize(rule, _target(context, target), context,
+                                 do_raise=True)
     except (policy.PolicyNotAuthorized, policy.InvalidScope):
         raise webob.exc.HTTPForbidden(
             detail="Policy doesn't allow %s to be performed." % rule)
+
+
+def check(rule, context, target=None):
+    """Whether ``context`` may do ``rule`` on ``target`` (no raise)."""
+    try:
+        return bool(get_enforcer().authorize(
+            rule, _target(context, target), context))
+    except policy.InvalidScope:
+        return False

@@ -7,6 +7,17 @@ from cyborg_like.cmd import common
 from cyborg_like.common import service
 
 
+DESCRIPTION = ('The agent of one compute host: discovers its accelerators, '
+               'reports them and their health, programs FPGAs.')
+
+OPTIONS = (
+    (None, 'transport_url'), (None, 'host'), (None, 'state_path'),
+    ('agent', 'enabled_drivers'), ('agent', 'bitstream_dir'),
+    ('agent', 'discovery_interval'), ('agent', 'heartbeat_interval'),
+)
+
+
 def main():
-    common.prepare(sys.argv[1:])
+    common.prepare(sys.argv[1:], description=DESCRIPTION,
+                   options=OPTIONS)
     service.run([agent_service.AgentService()])

@@ -16,6 +16,14 @@ EMBEDDED_DEFAULTS = (
 )
 
 
+OPTIONS = (
+    ('api', 'host_ip'), ('api', 'port'), (None, 'state_path'),
+    ('database', 'connection'), (None, 'transport_url'),
+    ('api', 'auth_strategy'), ('fake_driver', 'inventory_file'),
+    ('agent', 'enabled_drivers'),
+)
+
+
 def _prepare_database(conf):
     from cyborg_like.db import migration
     if not conf.database.connection:
@@ -35,11 +43,18 @@ def build_services(conf):
     return [conductor_service.ConductorService(),
             agent_service.AgentService(),
             server.APIServer(app.setup_app(conf), conf.api.host_ip,
-                             conf.api.port, conf.api.threads)]
+                             conf.api.port, conf.api.threads,
+                             loopback_only=server.noauth_must_stay_local(
+                                 conf))]
 
 
 def main():
-    conf = common.prepare(sys.argv[1:], defaults=EMBEDDED_DEFAULTS)
+    from cyborg_like.db import api as db_api  # noqa: F401  [database]
+    conf = common.prepare(
+        sys.argv[1:], defaults=EMBEDDED_DEFAULTS,
+        description='API, conductor and agent in one process (SQLite, '
+                    'in-process messaging, no authentication by default).',
+        options=OPTIONS)
     conductor, agent, api = build_services(conf)
     # The conductor stops before the agent: its unfinished bindings and
     # programming still need the agent to answer.

@@ -7,6 +7,19 @@ from cyborg_like.common import service
 from cyborg_like.conductor import service as conductor_service
 
 
+DESCRIPTION = ('The conductor: serves the API and the agents over RPC and '
+               'alone reads and writes the database.')
+
+OPTIONS = (
+    (None, 'transport_url'), (None, 'host'), ('database', 'connection'),
+    ('conductor', 'workers'), ('conductor', 'host_down_after'),
+    ('placement', 'auth_type'), ('nova', 'auth_type'),
+)
+
+
 def main():
-    common.prepare(sys.argv[1:])
+    from cyborg_like.db import api  # noqa: F401  registers [database]
+    conf = common.prepare(sys.argv[1:], description=DESCRIPTION,
+                          options=OPTIONS)
+    common.require_database(conf, 'cyborg-like-conductor')
     service.run([conductor_service.ConductorService()])

@@ -8,6 +8,10 @@ from cyborg_like.cmd import common
 from cyborg_like.conf import CONF
 
 
+DESCRIPTION = ('Create or upgrade the database schema (run where the '
+               'conductor runs, before starting it).')
+
+
 def _upgrade():
     from cyborg_like.db import migration
     migration.upgrade(CONF.command.revision)
@@ -34,5 +38,8 @@ def _add_parsers(subparsers):
 def main():
     CONF.register_cli_opt(cfg.SubCommandOpt(
         'command', title='Commands', handler=_add_parsers))
-    common.prepare(sys.argv[1:])
+    from cyborg_like.db import api  # noqa: F401  registers [database]
+    common.prepare(sys.argv[1:], description=DESCRIPTION,
+                   options=(('database', 'connection'),))
+    common.require_database(CONF, 'cyborg-like-dbsync')
     CONF.command.func()

@@ -42,17 +42,53 @@ class Checks(upgradecheck.UpgradeCommands):
                           'devices are not bound): %s' % ', '.join(down))
         return Result(Code.SUCCESS)
 
+    def _check_conductors(self):
+        from cyborg_like.db import conductors
+        try:
+            listed = conductors.list_conductors(
+                CONF.conductor.service_down_after)
+        except Exception as error:
+            return Result(Code.FAILURE, 'Cannot read the conductors: %s'
+                          % error)
+        if not any(c['state'] == 'up' for c in listed):
+            return Result(Code.WARNING, 'No conductor is heartbeating: no '
+                          'request can be served.')
+        down = ['%s (%s)' % (c['hostname'], c['uuid']) for c in listed
+                if c['state'] == 'down']
+        if down:
+            # A conductor killed without a clean stop keeps its row.
+            return Result(Code.WARNING, 'Conductors not heartbeating (their '
+                          'unfinished work has been failed): %s'
+                          % ', '.join(down))
+        return Result(Code.SUCCESS)
+
     _upgrade_checks = (
         ('Database schema', _check_schema),
+        ('Conductors heartbeating', _check_conductors),
         ('Agents heartbeating', _check_hosts),
         ('Policy file', (common_checks.check_policy_json,
                          {'conf': CONF})),
     )
 
 
+DESCRIPTION = ('Check that this deployment is ready for an upgrade, or '
+               'works after one ("upgrade check").')
+
+
 def main():
+    """As upgradecheck.main, with our --help and a one-line error when no
+    database is configured (rather than every check failing with it)."""
+    from cyborg_like import version
     from cyborg_like.api import policy  # noqa: F401  registers [oslo_policy]
-    from cyborg_like.cmd import common  # noqa: F401  library options
+    from cyborg_like.cmd import common
     from cyborg_like.db import api  # noqa: F401  registers [database]
-    return upgradecheck.main(CONF, project='cyborg_like',
-                             upgrade_command=Checks(), argv=sys.argv[1:])
+    upgradecheck.register_cli_options(CONF, Checks())
+    CONF(sys.argv[1:], project='cyborg_like', description=DESCRIPTION,
+         version=version.version_string(),
+         epilog=common.epilog((('database', 'connection'),)))
+    try:
+        common.require_database(CONF, 'cyborg-like-status')
+    except SystemExit as error:
+        print(error, file=sys.stderr)
+        return 255      # upgradecheck's code for "the check could not run"
+    return upgradecheck.run(CONF)

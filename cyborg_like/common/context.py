@@ -8,13 +8,49 @@ class RequestContext(context.RequestContext):
 
     Everything here is serialised into each RPC message (``to_dict``) and
     rebuilt on the other side (``from_dict``), so the conductor and agents
-    log and authorise with the caller's identity and request id.
+    log with the caller's identity and request id.
+
+    ``all_projects`` is the API's policy decision (rule
+    ``all_projects_api``) that the caller sees every project's accelerator
+    requests and operations; the conductor scopes its queries by it and
+    never looks at roles. A context without it (from an API older than the
+    flag) is scoped to its project.
+
+    ``deadline`` is when the caller stops waiting for an answer, in seconds
+    since the epoch (UTC wall clock, as ``time.time()``), or None. The
+    conductor RPC client sets it from its timeout; the conductor drops a
+    call whose deadline has passed before it started (common/rpc.py), so
+    work nobody waits for any more is not done. Wall clock rather than a
+    remaining budget because a budget stamped on receipt cannot count the
+    time a message spent in the sender's publish retries or in a queue,
+    which is exactly the late work to drop; hosts must be NTP-synced, and
+    clock skew moves the cut-off by as much.
     """
+
+    FROM_DICT_EXTRA_KEYS = ['deadline']
+
+    def __init__(self, all_projects=False, deadline=None, **kwargs):
+        super().__init__(**kwargs)
+        self.all_projects = all_projects
+        self.deadline = deadline
+
+    def to_dict(self):
+        values = super().to_dict()
+        values['all_projects'] = self.all_projects
+        values['deadline'] = self.deadline
+        return values
+
+    @classmethod
+    def from_dict(cls, values, **kwargs):
+        # Only a literal True widens the scope.
+        kwargs.setdefault('all_projects', values.get('all_projects') is True)
+        return super().from_dict(values, **kwargs)
 
 
 def get_admin_context(request_id=None):
     """A context for the services' own work (discovery, heartbeats)."""
-    kwargs = {'is_admin': True, 'roles': ['admin'], 'overwrite': False}
+    kwargs = {'is_admin': True, 'all_projects': True, 'roles': ['admin'],
+              'overwrite': False}
     if request_id:
         kwargs['request_id'] = request_id
     return RequestContext(**kwargs)

@@ -53,6 +53,23 @@ class ServiceUnavailable(CyborgLikeException):
     error_code = 'accel.unavailable'
 
 
+class Overloaded(ServiceUnavailable):
+    msg_fmt = ('The conductor has as much work queued as it accepts; try '
+               'again later.')
+    error_code = 'accel.overloaded'
+
+
+class LimitsUnavailable(ServiceUnavailable):
+    msg_fmt = ('Project limits could not be read from Keystone: %(reason)s')
+    error_code = 'accel.quota.limits_unavailable'
+
+
+class RequestDeadlinePassed(ServiceUnavailable):
+    msg_fmt = ('Request %(request_id)s was dropped: its caller stopped '
+               'waiting %(late).1fs before it could start.')
+    error_code = 'accel.deadline_passed'
+
+
 class DeviceNotFound(NotFound):
     msg_fmt = 'Device %(uuid)s could not be found.'
     error_code = 'accel.device.not_found'
@@ -105,10 +122,25 @@ class ARQBadState(Conflict):
     error_code = 'accel.arq.bad_state'
 
 
-class InstanceAlreadyBound(Conflict):
-    msg_fmt = ('Instance %(instance)s already has accelerator requests; '
-               'cannot bind more.')
+class InstanceAlreadyBound(Invalid):
+    # 400 with Cyborg's words: clients match on the code.
+    msg_fmt = ('Instance %(instance)s already has accelerator requests. '
+               'Cannot bind additional ARQs.')
     error_code = 'accel.arq.instance_bound'
+
+
+class BindingSuperseded(Conflict):
+    """The binding a piece of work belongs to is no longer the ARQ's
+    (it was unbound, bound again, failed or deleted meanwhile)."""
+    msg_fmt = ('The binding of accelerator request %(uuid)s was '
+               'superseded.')
+    error_code = 'accel.arq.binding_superseded'
+
+
+class ARQDeleteBoundForbidden(Forbidden):
+    msg_fmt = ("Policy doesn't allow cyborg:arq:delete_bound to be "
+               'performed: accelerator request %(uuid)s is %(state)s.')
+    error_code = 'accel.arq.delete_bound_forbidden'
 
 
 class BindFailed(CyborgLikeException):
@@ -117,7 +149,103 @@ class BindFailed(CyborgLikeException):
     error_code = 'accel.arq.bind_failed'
 
 
+class ReleasePending(BindFailed):
+    """The deployable's previous holder is still being released by its
+    host; a binding may wait for it."""
+    msg_fmt = 'Deployable %(deployable)s is being released by its host.'
+
+
+class TooManyAccelerators(Invalid):
+    msg_fmt = ('Device profile %(name)s asks for %(count)d accelerators; at '
+               'most %(bound)d may be requested at once.')
+    error_code = 'accel.arq.too_many_accelerators'
+
+
 class QuotaExceeded(Forbidden):
     msg_fmt = ('Quota exceeded for %(resource)s: limit %(limit)s, in use '
                '%(in_use)s, requested %(requested)s.')
     error_code = 'accel.quota.exceeded'
+
+
+class HostNotFound(NotFound):
+    msg_fmt = 'Host %(hostname)s could not be found.'
+    error_code = 'accel.host.not_found'
+
+
+class DriverOperationInProgress(Conflict):
+    msg_fmt = ('Host %(hostname)s already has driver operation '
+               '%(operation)s in progress.')
+    error_code = 'accel.host.driver_operation_in_progress'
+
+
+class DevicesInUse(Conflict):
+    msg_fmt = ('Host %(hostname)s has accelerator requests bound to devices '
+               'driven by %(family)s: %(arqs)s. Unbind them, or ask to wait '
+               'for their release ("wait_for_release") or to force the '
+               'operation ("force", admin only).')
+    error_code = 'accel.host.devices_in_use'
+
+
+class OperationNotCancellable(Conflict):
+    msg_fmt = ('Operation %(uuid)s cannot be cancelled: %(reason)s')
+    error_code = 'accel.operation.not_cancellable'
+
+
+class PlaybookRunning(Conflict):
+    msg_fmt = ('Host %(hostname)s is already running the playbook of '
+               'operation %(operation)s.')
+    error_code = 'accel.agent.playbook_running'
+class InvalidImage(Invalid):
+    msg_fmt = 'Invalid image: %(reason)s'
+    error_code = 'accel.bitstream.invalid_image'
+
+
+class ImageDataNotFound(NotFound):
+    msg_fmt = 'No image data at %(location)s.'
+    error_code = 'accel.bitstream.data_not_found'
+
+
+class TooLarge(Invalid):
+    """A request body beyond a configured size (413)."""
+    msg_fmt = 'The request body is too large.'
+    error_code = 'accel.request.too_large'
+
+
+class BitstreamNotFound(NotFound):
+    msg_fmt = 'Image %(uuid)s could not be found in the catalog.'
+    error_code = 'accel.bitstream.not_found'
+
+
+class BitstreamBadState(Conflict):
+    msg_fmt = ('Image %(uuid)s is %(status)s; this needs it to be one of '
+               '%(expected)s.')
+    error_code = 'accel.bitstream.bad_state'
+
+
+class BitstreamInUse(Conflict):
+    msg_fmt = 'Image %(uuid)s is in use: %(where)s.'
+    error_code = 'accel.bitstream.in_use'
+
+
+class ImageTooLarge(TooLarge):
+    msg_fmt = ('The image is larger than [catalog] max_image_size '
+               '(%(limit)d bytes).')
+    error_code = 'accel.bitstream.too_large'
+
+
+class ImageDigestMismatch(Invalid):
+    msg_fmt = ('The uploaded data has sha256 %(actual)s, not the %(expected)s '
+               'the client announced.')
+    error_code = 'accel.bitstream.digest_mismatch'
+
+
+class ImageMetadataMismatch(Invalid):
+    msg_fmt = ('The image header declares %(key)s %(declared)s, but the '
+               'catalog has %(given)s.')
+    error_code = 'accel.bitstream.metadata_mismatch'
+
+
+class IncompatibleImage(Conflict):
+    msg_fmt = ('Image %(image)s needs interface %(needed)s; region '
+               '%(region)s offers %(offered)s.')
+    error_code = 'accel.bitstream.incompatible'

@@ -113,6 +113,11 @@ def pci_address_info(address):
             'function': function}
 
 
+def pci_address(info):
+    """Cyborg's PCI info dict -> ``'0000:5e:00.1'``."""
+    return '%(domain)s:%(bus)s:%(device)s.%(function)s' % info
+
+
 # Fixed namespace: the same deployable gets the same resource provider
 # uuid on every conductor, and after any re-report.
 _RP_NAMESPACE = uuid.UUID('2c5b0f5e-8f0e-4a57-9a39-5d1c1a6b3f70')

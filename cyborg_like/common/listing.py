@@ -7,3 +7,9 @@ DEVICE_SORT_KEYS = ('created_at', 'updated_at', 'uuid', 'type', 'vendor',
 DEPLOYABLE_FILTERS = ('name', 'driver_name', 'rp_uuid', 'bitstream_id')
 DEPLOYABLE_SORT_KEYS = ('created_at', 'updated_at', 'uuid', 'name',
                         'num_accelerators')
+
+BITSTREAM_FILTERS = ('name', 'kind', 'vendor', 'board', 'interface_id',
+                     'hardware_id', 'function_name', 'function_version',
+                     'status')
+BITSTREAM_SORT_KEYS = ('created_at', 'updated_at', 'uuid', 'name', 'kind',
+                       'function_name', 'size', 'status')

@@ -38,9 +38,10 @@ class Periodic:
         self._thread.start()
 
     def stop(self):
-        """Wait for a running task to end; may be called more than once."""
+        """Wait for a running task to end; may be called more than once,
+        and before ``start`` (the worker's wait would block for good)."""
         self._worker.stop()
-        self._worker.wait()
         if self._thread is not None:
+            self._worker.wait()
             self._thread.join()
             self._thread = None

@@ -5,18 +5,36 @@ fake://`` every RPC server and client of the process share one in-memory
 transport, which is how the all-in-one runs without a broker.
 """
 
+import concurrent.futures
+import copy
 import inspect
+import threading
+import time
 
+from kombu import exceptions as kombu_exceptions
 import oslo_messaging as messaging
+from oslo_log import log as logging
 from oslo_messaging import opts as messaging_opts
 
 from cyborg_like.common import context as ctx
+from cyborg_like.common import deadlines
 from cyborg_like.common import exception
+from cyborg_like.conf import CONF
 
 TRANSPORT = None
 NOTIFICATION_TRANSPORT = None
 
 ALLOWED_EXMODS = [exception.__name__]
+
+LOG = logging.getLogger(__name__)
+
+# Bounded calls (call_within) each run on a thread of their own, so their
+# caller's wait is bounded by the clock whatever the driver does (makes its
+# reply queue during an outage, waits for a connection's lock held by a
+# reconnect). A call its caller gave up on keeps its thread until its
+# publish retries and reply wait end; at most this many at once per process.
+MAX_CALLS_IN_FLIGHT = 64
+_IN_FLIGHT = threading.BoundedSemaphore(MAX_CALLS_IN_FLIGHT)
 
 
 class RequestContextSerializer(messaging.NoOpSerializer):
@@ -72,11 +90,119 @@ def get_client(target, version_cap=None):
         serializer=RequestContextSerializer())
 
 
-def get_server(target, endpoints):
+def get_server(target, endpoints, drop_late=False):
+    """An RPC server; with ``drop_late``, calls whose caller's deadline has
+    passed before they start are dropped (see DropsLateCalls)."""
     assert TRANSPORT is not None, 'rpc.init() was not called'
+    if drop_late:
+        endpoints = [DropsLateCalls(endpoint) for endpoint in endpoints]
     # The threading executor is oslo.messaging's default (and its future).
     return messaging.get_rpc_server(
         TRANSPORT, target, endpoints, serializer=RequestContextSerializer())
+
+
+def call_within(client, context, method, timeout, version='1.0',
+                call_monitor_timeout=None, **kwargs):
+    """``client.call`` answered, or MessagingTimeout after ``timeout``
+    seconds at the latest, publish retries included.
+
+    The call carries a copy of ``context`` with ``deadline`` set (an
+    earlier deadline already there wins), so the server can drop it if it
+    arrives after its caller stopped waiting. The publish retries
+    ``[DEFAULT] rpc_publish_retries`` times.
+    """
+    now = time.time()
+    deadline = now + timeout
+    if getattr(context, 'deadline', None) is not None:
+        deadline = min(deadline, context.deadline)
+    # The deadline travels as wall-clock time; this process waits on its
+    # monotonic clock, which no clock adjustment moves.
+    expires = time.monotonic() + (deadline - now)
+    if deadline <= now or not _IN_FLIGHT.acquire(timeout=deadline - now):
+        raise messaging.MessagingTimeout(
+            'No time left to call %s' % method)
+    sent = copy.copy(context)
+    sent.deadline = deadline
+    answer = concurrent.futures.Future()
+
+    def send():
+        try:
+            left = expires - time.monotonic()
+            if left <= 0 or not answer.set_running_or_notify_cancel():
+                return
+            cctxt = client.prepare(
+                version=version, timeout=left, retry=publish_retries(),
+                call_monitor_timeout=call_monitor_timeout)
+            answer.set_result(call_reaching_broker(cctxt, sent, method,
+                                                   **kwargs))
+        except BaseException as error:   # handed to the caller
+            answer.set_exception(error)
+        finally:
+            _IN_FLIGHT.release()
+
+    threading.Thread(target=send, name='rpc-call-%s' % method,
+                     daemon=True).start()
+    try:
+        return answer.result(timeout=max(0.0, expires - time.monotonic()))
+    except concurrent.futures.TimeoutError:
+        answer.cancel()
+        raise messaging.MessagingTimeout(
+            'No answer to %s within %.1fs' % (method, timeout)) from None
+
+
+def publish_retries():
+    """``retry`` for prepare(): None (for ever) for a negative option,
+    which oslo.messaging would take as no retry at all when it has to
+    open a new connection."""
+    retries = CONF.rpc_publish_retries
+    return None if retries < 0 else retries
+
+
+def call_reaching_broker(cctxt, context, method, **kwargs):
+    """``cctxt.call``; a broker that cannot be reached is a
+    MessageDeliveryFailure (oslo.messaging lets kombu's own error through
+    when a new connection fails after its retries)."""
+    try:
+        return cctxt.call(context, method, **kwargs)
+    except kombu_exceptions.KombuError as error:
+        raise messaging.MessageDeliveryFailure(
+            'Could not reach the message broker: %s' % error) from error
+
+
+class DropsLateCalls:
+    """An RPC endpoint that refuses calls whose caller's deadline has
+    passed before they start: the caller has already answered its own
+    client (a 503), so doing the work now would be a write nobody asked
+    for any more (an ARQ created after its POST got a 503). One log line,
+    no traceback, nothing done. Calls without a deadline run as before.
+    """
+
+    def __init__(self, endpoint):
+        self._endpoint = endpoint
+
+    def __getattr__(self, name):
+        attr = getattr(self._endpoint, name)
+        if name.startswith('_') or not inspect.isroutine(attr):
+            return attr
+        return _checking_deadline(name, attr)
+
+
+def _checking_deadline(name, method):
+    @messaging.expected_exceptions(exception.RequestDeadlinePassed)
+    def checked(ctxt, **kwargs):
+        deadline = getattr(ctxt, 'deadline', None)
+        late = time.time() - deadline if deadline is not None else 0
+        if late > 0:
+            LOG.warning('Dropped %s of request %s: its caller stopped '
+                        'waiting %.1fs ago (or this host\'s clock is that '
+                        'far ahead of the caller\'s)', name,
+                        ctxt.request_id, late)
+            raise exception.RequestDeadlinePassed(
+                request_id=ctxt.request_id, late=late)
+        # Writes of the call are refused at commit once it is late.
+        with deadlines.serving(ctxt):
+            return method(ctxt, **kwargs)
+    return checked
 
 
 def callers_errors_expected(endpoint_class):

@@ -25,6 +25,10 @@ class HeartbeatCollector:
         self.notifier = notifier
         self._pending = {}
         self._lock = threading.Lock()
+        # One flush at a time: a flush returns only once what was pending
+        # when it was called is written, even if the periodic flush had
+        # already taken it (callers age or read hosts right after).
+        self._flushing = threading.Lock()
         self._stopped = threading.Event()
         self._thread = None
 
@@ -55,6 +59,10 @@ class HeartbeatCollector:
                 LOG.exception('Could not write heartbeats; will retry')
 
     def flush(self):
+        with self._flushing:
+            self._flush()
+
+    def _flush(self):
         with self._lock:
             beats, self._pending = self._pending, {}
         if not beats:

@@ -3,10 +3,9 @@
 Nova waits for the ``accelerator-request-bound`` external event (tag = the
 ARQ uuid, status completed or failed) before it spawns the instance. The
 conductor sends it with its service credentials from [nova] whenever
-that group names an auth_type; transient failures are retried.
+that group names an auth_type; keystoneauth retries transient failures as
+[nova] connect_retries / status_code_retries say.
 """
-
-import time
 
 from keystoneauth1 import exceptions as ks_exc
 from keystoneauth1 import loading as ks_loading
@@ -41,29 +40,22 @@ class NovaNotifier:
         event = {'name': EVENT, 'server_uuid': instance_uuid,
                  'tag': arq_uuid,
                  'status': 'completed' if succeeded else 'failed'}
-        delay = self.conf.nova.event_retry_delay
-        for attempt in range(self.conf.nova.event_retries + 1):
-            try:
-                self._send(event)
-                return True
-            except (ks_exc.ConnectFailure, ks_exc.ConnectTimeout,
-                    ks_exc.ServiceUnavailable, ks_exc.BadGateway,
-                    ks_exc.GatewayTimeout, ks_exc.InternalServerError) as e:
-                LOG.warning('Telling Nova about ARQ %s failed (%s); attempt '
-                            '%d', arq_uuid, e, attempt + 1)
-                time.sleep(delay)
-                delay *= 2
-            except ks_exc.ClientException as e:
-                # 4xx: Nova will not take it (instance gone); do not insist.
-                LOG.error('Nova refused the event for ARQ %s: %s', arq_uuid,
-                          e)
-                return False
-        LOG.error('Gave up telling Nova that ARQ %s of instance %s %s',
-                  arq_uuid, instance_uuid, event['status'])
-        return False
+        try:
+            self._send(event)
+            return True
+        except ks_exc.ClientException as e:
+            # Retries are spent, or Nova will not take it (4xx: the
+            # instance is gone): the binding's outcome stands either way.
+            LOG.error('Could not tell Nova that ARQ %s of instance %s %s: '
+                      '%s', arq_uuid, instance_uuid, event['status'], e)
+            return False
 
     def _send(self, event):
         response = self._adapter.post(
             '/os-server-external-events', json={'events': [event]},
             microversion=MICROVERSION, raise_exc=True)
-        LOG.info('Told Nova: %s', response.json())
+        codes = [str(answer.get('code')) for answer
+                 in response.json().get('events', [])]
+        LOG.info('Told Nova that ARQ %s of instance %s %s (event %s, '
+                 'answered %s)', event['tag'], event['server_uuid'],
+                 event['status'], EVENT, ', '.join(codes) or '-')

@@ -10,6 +10,17 @@ History (bump the minor version for every compatible change, and note it):
         list_operations, attributes (list, get, create, delete)
 * 1.3 - heartbeat carries device health; get_device_health
 * 1.4 - get_quota
+* 1.5 - create_arqs takes max_accelerators, the most ARQs one call may
+        create (older conductors create them all)
+* 1.6 - handle_released (agents confirm releases of attach handles)
+* 1.7 - delete_arqs takes delete_bound (may the caller delete Bound and
+        BindStarted requests; an older conductor deletes them regardless)
+* 1.8 - the image catalog (bitstreams: create, list, get, uploads,
+        delete)
+* 1.9 - flash_device_firmware (firmware operations on devices)
+* 1.10 - driver operations: get_host, start_driver_operation,
+         cancel_operation (API); report_driver_progress,
+         finish_driver_operation (agents)
 """
 
 import oslo_messaging as messaging
@@ -18,25 +29,45 @@ from cyborg_like.common import rpc
 from cyborg_like.conf import CONF
 
 TOPIC = 'cyborg_like-conductor'
-RPC_API_VERSION = '1.4'
+RPC_API_VERSION = '1.10'
 
 
 class ConductorAPI:
     """What the API and the agents ask of the conductor.
 
-    ``timeout`` bounds every call, so an API request answers 503 instead of
-    hanging when no conductor is there.
+    ``timeout`` bounds every call, sending included, so an API request
+    answers 503 instead of hanging when the conductor or the broker is not
+    there (rpc.call_within); the call carries that deadline and a conductor
+    drops it once it has passed. ``call_monitor_timeout`` (seconds, >= 2)
+    gives up sooner when no conductor shows signs of working on a call.
     """
 
-    def __init__(self, timeout=None):
-        target = messaging.Target(topic=TOPIC, version=RPC_API_VERSION)
+    def __init__(self, timeout=None, call_monitor_timeout=None,
+                 topic=TOPIC):
+        # ``topic``: tests aim a real client at an endpoint of their own.
+        target = messaging.Target(topic=topic, version=RPC_API_VERSION)
         version_cap = CONF.upgrade_levels.conductor or RPC_API_VERSION
         self._client = rpc.get_client(target, version_cap=version_cap)
         self._timeout = timeout
+        self._call_monitor_timeout = call_monitor_timeout
 
     def _call(self, context, method, version='1.0', **kwargs):
-        cctxt = self._client.prepare(version=version, timeout=self._timeout)
-        return cctxt.call(context, method, **kwargs)
+        if self._timeout is None:
+            cctxt = self._client.prepare(
+                version=version, retry=rpc.publish_retries(),
+                call_monitor_timeout=self._call_monitor_timeout)
+            return rpc.call_reaching_broker(cctxt, context, method,
+                                            **kwargs)
+        return rpc.call_within(
+            self._client, context, method, self._timeout, version=version,
+            call_monitor_timeout=self._call_monitor_timeout, **kwargs)
+
+    def _newer(self, version, kwargs, newer_version, **newer):
+        """(version, kwargs) to send: the ``newer`` arguments go along only
+        when the cap allows ``newer_version`` (a rolling upgrade)."""
+        if self._client.can_send_version(newer_version):
+            return newer_version, dict(kwargs, **newer)
+        return version, kwargs
 
     # Agents.
     def report_inventory(self, context, host, devices, inventory_hash):
@@ -45,12 +76,17 @@ class ConductorAPI:
 
     def heartbeat(self, context, host, agent_version, inventory_hash,
                   health):
-        kwargs = {'host': host, 'agent_version': agent_version,
-                  'inventory_hash': inventory_hash}
-        version = '1.0'
-        if self._client.can_send_version('1.3'):
-            version, kwargs['health'] = '1.3', health
+        version, kwargs = self._newer('1.0', {
+            'host': host, 'agent_version': agent_version,
+            'inventory_hash': inventory_hash}, '1.3', health=health)
         return self._call(context, 'heartbeat', version=version, **kwargs)
+
+    def can_confirm_releases(self):
+        return self._client.can_send_version('1.6')
+
+    def handle_released(self, context, handle_uuid, erased):
+        return self._call(context, 'handle_released', version='1.6',
+                          handle_uuid=handle_uuid, erased=erased)
 
     # API.
     def list_devices(self, context, filters, limit, marker, sort_key,
@@ -94,9 +130,12 @@ class ConductorAPI:
                           uuid=uuid, names=names)
 
     # Accelerator requests (1.1).
-    def create_arqs(self, context, profile_name, group_id):
-        return self._call(context, 'create_arqs', version='1.1',
-                          profile_name=profile_name, group_id=group_id)
+    def create_arqs(self, context, profile_name, group_id,
+                    max_accelerators=None):
+        version, kwargs = self._newer('1.1', {
+            'profile_name': profile_name, 'group_id': group_id}, '1.5',
+            max_accelerators=max_accelerators)
+        return self._call(context, 'create_arqs', version=version, **kwargs)
 
     def list_arqs(self, context, filters, limit, marker, sort_key, sort_dir):
         return self._call(context, 'list_arqs', version='1.1',
@@ -113,9 +152,12 @@ class ConductorAPI:
     def unbind_arqs(self, context, uuids):
         return self._call(context, 'unbind_arqs', version='1.1', uuids=uuids)
 
-    def delete_arqs(self, context, uuids=None, instance_uuid=None):
-        return self._call(context, 'delete_arqs', version='1.1', uuids=uuids,
-                          instance_uuid=instance_uuid)
+    def delete_arqs(self, context, uuids=None, instance_uuid=None,
+                    delete_bound=False):
+        version, kwargs = self._newer('1.1', {
+            'uuids': uuids, 'instance_uuid': instance_uuid}, '1.7',
+            delete_bound=delete_bound)
+        return self._call(context, 'delete_arqs', version=version, **kwargs)
 
     # Devices, programming, operations, attributes (1.2).
     def set_device_status(self, context, uuid, status):
@@ -159,3 +201,62 @@ class ConductorAPI:
     def get_quota(self, context, project_id):
         return self._call(context, 'get_quota', version='1.4',
                           project_id=project_id)
+
+    # The image catalog (1.8).
+    def create_bitstream(self, context, values):
+        return self._call(context, 'create_bitstream', version='1.8',
+                          values=values)
+
+    def list_bitstreams(self, context, filters, limit, marker, sort_key,
+                        sort_dir):
+        return self._call(context, 'list_bitstreams', version='1.8',
+                          filters=filters, limit=limit, marker=marker,
+                          sort_key=sort_key, sort_dir=sort_dir)
+
+    def get_bitstream(self, context, uuid):
+        return self._call(context, 'get_bitstream', version='1.8',
+                          uuid=uuid)
+
+    def begin_bitstream_upload(self, context, uuid):
+        return self._call(context, 'begin_bitstream_upload', version='1.8',
+                          uuid=uuid)
+
+    def finish_bitstream_upload(self, context, uuid, upload_id, size,
+                                sha256, store, location, declared):
+        return self._call(context, 'finish_bitstream_upload', version='1.8',
+                          uuid=uuid, upload_id=upload_id, size=size,
+                          sha256=sha256, store=store, location=location,
+                          declared=declared)
+
+    def fail_bitstream_upload(self, context, uuid, upload_id, reason):
+        return self._call(context, 'fail_bitstream_upload', version='1.8',
+                          uuid=uuid, upload_id=upload_id, reason=reason)
+
+    def delete_bitstream(self, context, uuid):
+        return self._call(context, 'delete_bitstream', version='1.8',
+                          uuid=uuid)
+
+    # Firmware (1.9).
+    def flash_device_firmware(self, context, uuid, image_uuid):
+        return self._call(context, 'flash_device_firmware', version='1.9',
+                          uuid=uuid, image_uuid=image_uuid)
+    # Driver operations (1.10).
+    def get_host(self, context, hostname):
+        return self._call(context, 'get_host', version='1.10',
+                          hostname=hostname)
+
+    def start_driver_operation(self, context, hostname, request):
+        return self._call(context, 'start_driver_operation', version='1.10',
+                          hostname=hostname, request=request)
+
+    def cancel_operation(self, context, uuid):
+        return self._call(context, 'cancel_operation', version='1.10',
+                          uuid=uuid)
+
+    def report_driver_progress(self, context, operation_uuid, batch):
+        return self._call(context, 'report_driver_progress', version='1.10',
+                          operation_uuid=operation_uuid, batch=batch)
+
+    def finish_driver_operation(self, context, operation_uuid, outcome):
+        return self._call(context, 'finish_driver_operation', version='1.10',
+                          operation_uuid=operation_uuid, outcome=outcome)

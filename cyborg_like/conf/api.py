@@ -1,4 +1,5 @@
 from oslo_config import cfg
+from oslo_middleware import sizelimit
 
 GROUP = 'api'
 
@@ -31,12 +32,32 @@ opts = [
                      'test networks.'),
     cfg.FloatOpt('conductor_timeout',
                  default=30.0, min=0.1,
-                 help='Seconds an API request waits for the conductor to '
-                      'answer an RPC call before it answers 503.'),
+                 help='Longest time in seconds an API request waits for '
+                      'the conductor, sending the message (with its '
+                      'retries while the message broker is unreachable) '
+                      'and waiting for the answer together, before it '
+                      'answers 503. The request carries this deadline: a '
+                      'conductor that gets it later drops it, so a '
+                      'request answered 503 is not carried out afterwards '
+                      '(hosts must keep their clocks in sync, e.g. NTP).'),
+    cfg.IntOpt('retry_after',
+               default=5, min=0,
+               help='Seconds a client is told to wait (the Retry-After '
+                    'header of a 503) before it tries again when the '
+                    'conductor or the message broker cannot be reached.'),
     cfg.IntOpt('max_limit',
                default=1000, min=1,
                help='The most items one page of a list may hold; a larger '
                     '"limit" is cut to this.'),
+    cfg.IntOpt('max_accelerators_per_request',
+               default=64, min=1, max=63936,
+               help='The most accelerators one device profile may ask for '
+                    '(the sum of its groups\' "resources:<class>" counts), '
+                    'so the most accelerator requests one POST to '
+                    '/v2/accelerator_requests creates. Checked when a '
+                    'profile is created (400) and again when requests are '
+                    'created from it, for profiles made before a lower '
+                    'bound. One group may ask for at most 999.'),
     cfg.StrOpt('public_endpoint',
                help='Public URL of the API to use in links, when it is '
                     'served behind a proxy. Defaults to the URL of the '
@@ -46,6 +67,10 @@ opts = [
 
 def register_opts(conf):
     conf.register_opts(opts, group=GROUP)
+    # [oslo_middleware] max_request_body_size, read by the API's body
+    # limit; registered here so it can be set before the app is made. The
+    # sample shows it from the oslo.middleware.sizelimit namespace.
+    conf.register_opts(sizelimit.OPTS, group='oslo_middleware')
 
 
 def list_opts():

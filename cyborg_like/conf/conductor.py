@@ -4,9 +4,30 @@ GROUP = 'conductor'
 
 opts = [
     cfg.IntOpt('host_down_after',
-               default=60, min=1,
+               default=30, min=1,
                help='Seconds without a heartbeat after which a host counts '
-                    'as down; its devices are not bound while it is down.'),
+                    'as down (three of [agent] heartbeat_interval by '
+                    'default): its devices are not bound while it is down, '
+                    'and bindings and operations under way on it are '
+                    'failed.'),
+    cfg.IntOpt('service_heartbeat_interval',
+               default=5, min=1,
+               help='Seconds between two heartbeats of each conductor to '
+                    'the database. Every conductor also sweeps, this often, '
+                    'the bindings and operations that nobody will finish '
+                    '(their conductor or host is down) and fails them.'),
+    cfg.IntOpt('service_down_after',
+               default=15, min=2,
+               help='Seconds without a heartbeat after which a conductor '
+                    'counts as down and its unfinished bindings and '
+                    'operations are failed by the others. Keep it at two to '
+                    'three service_heartbeat_interval.'),
+    cfg.IntOpt('max_queued_work',
+               default=256, min=1,
+               help='Bindings and operations each conductor accepts but has '
+                    'not finished, at most. Beyond it, bind and program '
+                    'requests are refused with 503 and Retry-After (nothing '
+                    'is written), rather than queued until they time out.'),
     cfg.IntOpt('workers',
                default=8, min=1,
                help='Threads of each conductor that complete long requests '
@@ -28,6 +49,22 @@ opts = [
                help='Seconds the conductor waits for an agent to prepare '
                     'an attach handle, programming a bitstream included, '
                     'before the binding fails.'),
+    cfg.IntOpt('firmware_timeout',
+               default=3600, min=1,
+               help='Seconds the conductor waits for an agent to flash a '
+                    'device\'s firmware (fetching the image, the vendor '
+                    'tool, the new discovery) before the operation fails '
+                    'and the device stays drained. An unfinished firmware '
+                    'operation older than twice this is failed by the '
+                    'liveness sweep. Keep it above the drivers\' '
+                    'flash_timeout.'),
+    cfg.IntOpt('release_wait',
+               default=60, min=0,
+               help='Seconds a binding waits for its deployable to be '
+                    'released by its host (the previous holder\'s '
+                    'attach handle given back, an FPGA region erased) '
+                    'before it fails. Nova may place a new instance on a '
+                    'device as soon as the old one is deleted.'),
 ]
 
 

@@ -17,6 +17,17 @@ opts = [
                help='Directory where cyborg_like keeps state: the SQLite '
                     'database of the all-in-one, ansible-runner artifacts, '
                     'downloaded bitstreams.'),
+    cfg.IntOpt('rpc_publish_retries',
+               default=2, min=-1,
+               help='How many times a call to the conductor or to an agent '
+                    'retries sending its message while the message broker '
+                    'cannot be reached, before it fails (-1: retry '
+                    'forever). The caller\'s answer is bounded by its own '
+                    'timeout anyway ([api] conductor_timeout, [agent] '
+                    'report_timeout); this bounds how long a thread keeps '
+                    'trying to send a message its caller gave up on. The '
+                    'pause between retries is [oslo_messaging_rabbit] '
+                    'rabbit_retry_interval and kombu_reconnect_delay.'),
 ]
 
 

@@ -17,6 +17,18 @@ opts = [
                default=300, min=1,
                help='Seconds fpgaconf may take to program a bitstream '
                     'before the driver gives up and reports a failure.'),
+    cfg.StrOpt('fpgasupdate_path',
+               help='Path of OPAE\'s fpgasupdate tool, which writes a '
+                    'signed FIM (static region) or BMC image into a PAC\'s '
+                    'flash through the card\'s secure update (firmware '
+                    'operations on a device). Unset: fpgasupdate is looked '
+                    'up on PATH.'),
+    cfg.IntOpt('flash_timeout',
+               default=3600, min=1,
+               help='Seconds fpgasupdate may take to flash a card (a N3000 '
+                    'FIM update takes tens of minutes) before the driver '
+                    'gives up and reports a failure; the device stays '
+                    'drained then.'),
     cfg.BoolOpt('require_bitstream_checksum',
                 default=True,
                 help='Refuse to program a bitstream whose expected sha256 '

@@ -3,25 +3,19 @@
 Without ``auth_type`` no event is sent (fine for clouds without Nova).
 """
 
-from oslo_config import cfg
-
 from cyborg_like.conf import keystone_client
 
 GROUP = 'nova'
+# Telling Nova a binding ended is retried by keystoneauth itself: when Nova
+# cannot be reached (connect_retries) and when it answers a transient 5xx
+# (status_code_retries on retriable_status_codes), with exponential backoff
+# unless a *_retry_delay is set.
 _DEFAULTS = {'service_type': 'compute',
-             'valid_interfaces': ['internal', 'public'], 'timeout': 30}
+             'valid_interfaces': ['internal', 'public'], 'timeout': 30,
+             'connect_retries': 5, 'status_code_retries': 5,
+             'retriable_status_codes': [500, 502, 503, 504]}
 
-opts = [
-    cfg.IntOpt('event_retries',
-               default=5, min=0,
-               help='How many times the conductor retries telling Nova that '
-                    'a binding ended when Nova answers with a transient '
-                    'error (5xx) or cannot be reached.'),
-    cfg.FloatOpt('event_retry_delay',
-                 default=1.0, min=0,
-                 help='Seconds before the first retry; each next retry '
-                      'waits twice as long.'),
-]
+opts = []
 
 
 def register_opts(conf):

@@ -7,9 +7,12 @@ etc/cyborg_like/cyborg_like-config-generator.conf.
 
 from cyborg_like.conf import agent
 from cyborg_like.conf import api
+from cyborg_like.conf import catalog
 from cyborg_like.conf import conductor
+from cyborg_like.conf import database
 from cyborg_like.conf import default
 from cyborg_like.conf import fake_driver
+from cyborg_like.conf import glance
 from cyborg_like.conf import intel_fpga
 from cyborg_like.conf import nova
 from cyborg_like.conf import nvidia_gpu
@@ -21,12 +24,13 @@ from cyborg_like.conf import xilinx_fpga
 
 MODULES = (default, api, conductor, agent, fake_driver, nvidia_gpu,
            pci_driver, intel_fpga, xilinx_fpga,
-           upgrade_levels, nova, placement, quota)
+           upgrade_levels, nova, placement, quota, catalog, glance)
 
 
 def list_opts():
     merged = {}
-    for module in MODULES:
+    # database: registered by the conductor only (cyborg_like.db.api).
+    for module in MODULES + (database,):
         for group, opts in module.list_opts().items():
             merged.setdefault(group, []).extend(opts)
     return sorted(merged.items())

@@ -23,8 +23,11 @@ opts = [
                     'since their last successful sync; a run that could '
                     'not reach Placement leaves them marked, and the next '
                     'run tries again. The first run after a conductor '
-                    'starts checks every host. Only used when [placement] '
-                    'auth_type is set.'),
+                    'starts checks every host no conductor synced within '
+                    'this interval; a conductor claims a host while it '
+                    'syncs it, for this long at most, so conductors share '
+                    'the work. Only used when [placement] auth_type is '
+                    'set.'),
 ]
 
 

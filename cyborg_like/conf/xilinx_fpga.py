@@ -25,6 +25,12 @@ opts = [
                default=300, min=1,
                help='Seconds xbmgmt may take to program an xclbin before '
                     'the driver gives up and reports a failure.'),
+    cfg.IntOpt('flash_timeout',
+               default=3600, min=1,
+               help='Seconds "xbmgmt program --base" may take to flash a '
+                    'card\'s base/shell image before the driver gives up '
+                    'and reports a failure; the device stays drained '
+                    'then.'),
     cfg.BoolOpt('require_bitstream_checksum',
                 default=True,
                 help='Refuse to program an xclbin whose expected sha256 is '

@@ -8,15 +8,23 @@ objects, so results can cross RPC as they are.
 import contextlib
 import threading
 
+from oslo_db import exception as db_exc
 from oslo_db.sqlalchemy import enginefacade
+from oslo_db.sqlalchemy import exc_filters
+from oslo_log import log as logging
 from oslo_db.sqlalchemy import utils as db_utils
 import sqlalchemy as sa
 
+from cyborg_like.common import deadlines
 from cyborg_like.common import exception
 from cyborg_like.conf import CONF
+from cyborg_like.conf import database as database_conf
 from cyborg_like.conf import opts
 
+LOG = logging.getLogger(__name__)
+
 opts.set_lib_defaults(CONF)
+database_conf.register_opts(CONF)
 
 _LOCK = threading.Lock()
 _FACADE = None
@@ -34,24 +42,63 @@ def _facade():
     global _FACADE
     with _LOCK:
         if _FACADE is None:
-            _FACADE = enginefacade.transaction_context()
-            _FACADE.configure(sqlite_fk=True)
-            engine = _FACADE.writer.get_engine()
+            # Kept only once its engine has our listeners: a failed first
+            # connection leaves nothing half set up for the next call.
+            facade = enginefacade.transaction_context()
+            facade.configure(sqlite_fk=True)
+            engine = _first_engine(facade)
             if engine.dialect.name == 'sqlite':
                 _serialize_sqlite_writers(engine)
+            else:
+                _bound_socket_waits(engine)
+                _connect_failures_are_disconnects(engine)
+            _FACADE = facade
         return _FACADE
 
 
+def _first_engine(facade):
+    try:
+        return facade.writer.get_engine()
+    except sa.exc.OperationalError as error:
+        # oslo.db's first connection failed before the engine had our
+        # listeners; see _connect_failures_are_disconnects.
+        raise db_exc.DBConnectionError(error) from error
+
+
+@contextlib.contextmanager
+def _errors_mapped():
+    """Database failures as our exceptions, which reach the API as a clean
+    503 or 400; anything else crosses RPC as a RemoteError (a 500 whose
+    details stay in this log)."""
+    try:
+        yield
+    except db_exc.DBConnectionError as error:
+        LOG.warning('The database is unreachable: %s', error)
+        raise exception.ServiceUnavailable(
+            'The database is unreachable; try again later.') from error
+    except db_exc.DBDataError as error:
+        # The API validates every value; one the database still refuses
+        # is a gap in a schema, logged here and never shown.
+        LOG.error('The database refused a value: %s', error)
+        raise exception.Invalid(
+            'A value of the request does not fit the database.') from error
+
+
+@contextlib.contextmanager
 def reader():
-    return _facade().reader.using(_Scope())
+    with _errors_mapped(), _facade().reader.using(_Scope()) as session:
+        yield session
 
 
 @contextlib.contextmanager
 def writer():
     _LOCAL.writing = True
     try:
-        with _facade().writer.using(_Scope()) as session:
+        with _errors_mapped(), \
+                _facade().writer.using(_Scope()) as session:
             yield session
+            # A late RPC call's write is rolled back, not committed.
+            deadlines.check()
     finally:
         _LOCAL.writing = False
 
@@ -62,8 +109,16 @@ def _serialize_sqlite_writers(engine):
     A deferred SQLite transaction that reads and then writes fails at once
     with "database is locked" when another one already writes. Writers here
     begin IMMEDIATE (taking the write lock first, waiting up to 30 s for
-    it); readers stay deferred. This replaces oslo.db's own BEGIN
-    listener, keeping its "in_transaction" marker.
+    it); readers stay deferred.
+
+    Neither SQLAlchemy nor oslo.db has a setting for the kind of BEGIN:
+    SQLAlchemy documents a ``begin`` listener emitting it as the way for
+    pysqlite, and oslo.db installs one emitting a plain BEGIN, which must
+    go. Putting ours ahead with ``insert=True`` would keep it, but engine
+    events drop that flag (ConnectionEvents._listen, SQLAlchemy 2.1), so
+    the begin listeners are replaced; ours keeps oslo.db's
+    "in_transaction" marker, which its commit and rollback listeners clear.
+    tests/unit/test_sqlite_writers.py fails if writers begin deferred.
     """
     def _begin(conn):
         if 'in_transaction' not in conn.info:
@@ -78,6 +133,74 @@ def _serialize_sqlite_writers(engine):
         sa.event.remove(engine, 'begin', listener)
     sa.event.listen(engine, 'begin', _begin)
     sa.event.listen(engine, 'connect', _connect)
+
+
+def _socket_timeouts(dialect_name):
+    """The driver's connect arguments that bound its waits on the
+    database's socket ([database] io_timeout, connect_timeout)."""
+    io_timeout = CONF.database.io_timeout
+    connect_timeout = CONF.database.connect_timeout
+    if dialect_name == 'mysql':
+        params = {'connect_timeout': connect_timeout}
+        if io_timeout:
+            params.update(read_timeout=io_timeout, write_timeout=io_timeout)
+        return params
+    if dialect_name == 'postgresql':
+        params = {'connect_timeout': connect_timeout}
+        if io_timeout:
+            # libpq has no read timeout: these notice a peer that stops
+            # acknowledging (data unacknowledged for io_timeout; or,
+            # idle, keepalives unanswered for about io_timeout).
+            params.update(tcp_user_timeout=io_timeout * 1000, keepalives=1,
+                          keepalives_idle=max(1, io_timeout // 2),
+                          keepalives_interval=max(1, io_timeout // 6),
+                          keepalives_count=3)
+        return params
+    return {}
+
+
+def _bound_socket_waits(engine):
+    """Every new connection gets _socket_timeouts unless the URL or
+    [database] connection_parameters already chose a value."""
+    defaults = _socket_timeouts(engine.dialect.name)
+    if not defaults:
+        return
+
+    def _connect(dialect, record, cargs, cparams):
+        for key, value in defaults.items():
+            cparams.setdefault(key, value)
+
+    sa.event.listen(engine, 'do_connect', _connect)
+    # oslo.db tried a first connection while making the engine, before
+    # this listener: don't let it stay in the pool unbounded.
+    engine.pool.dispose()
+
+
+def _connect_failures_are_disconnects(engine):
+    """A connection that cannot be opened is an unreachable database.
+
+    oslo.db recognises PostgreSQL's refusal only by libpq's old wording
+    ("could not connect to server"); libpq 14 and later say "connection
+    to server at ... failed", which then crossed RPC as a raw
+    OperationalError: a 500 for every request while PostgreSQL was away.
+    Marked as a disconnect here (before oslo.db's filters see it), it
+    becomes DBConnectionError, hence a 503, and SQLAlchemy drops the
+    pooled connections.
+    """
+    operational_error = engine.dialect.loaded_dbapi.OperationalError
+
+    def _on_error(context):
+        if (context.connection is None and not context.is_pre_ping
+                and isinstance(context.original_exception,
+                               operational_error)):
+            context.is_disconnect = True
+
+    # Ahead of oslo.db's filters, which stop the chain by raising. (The
+    # insert flag of event.listen does not reach the dialect's list.)
+    sa.event.remove(engine, 'handle_error', exc_filters.handler)
+    sa.event.listen(engine, 'handle_error', _on_error)
+    sa.event.listen(engine, 'handle_error', exc_filters.handler,
+                    retval=True)
 
 
 def get_engine():

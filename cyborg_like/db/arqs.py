@@ -1,9 +1,15 @@
 """Accelerator requests (ARQs): creation, binding, unbinding, deletion.
 
-Every state change is a conditional UPDATE guarded by the states it may
-come from (common/states.py), and an attach handle is taken with
+Every state change is a conditional UPDATE guarded by the states the
+event may come from (``states.ARQ``), and an attach handle is taken with
 ``UPDATE ... SET in_use = true WHERE id = ? AND in_use = false``: whoever
 changes the row owns the handle, however many conductors race for it.
+
+A binding carries its own identity: ``start_bind`` gives each ARQ a fresh
+``bind_attempt`` and every later step of that binding (allocate, finish,
+fail) applies only ``WHERE bind_attempt = <its attempt>``. An unbind and a
+new bind in between make the first attempt's queued work a no-op instead
+of a second handle taken for one ARQ.
 """
 
 import datetime
@@ -16,6 +22,8 @@ import sqlalchemy as sa
 from cyborg_like.common import exception
 from cyborg_like.common import states
 from cyborg_like.db import api
+from cyborg_like.db import bitstream_compat
+from cyborg_like.db import conductors
 from cyborg_like.db import device_profiles
 from cyborg_like.db import hosts
 from cyborg_like.db import models
@@ -33,9 +41,12 @@ _retry_deadlock = oslo_db_api.wrap_db_retry(max_retries=5,
 
 
 @_retry_deadlock
-def create(profile_name, project_id, group_id=None, limits=None):
-    """One ARQ per requested accelerator of each group of the profile,
-    counted against the project's ``limits`` ({resource class: n})."""
+def create(profile_name, project_id, group_id=None, limits=None,
+           max_accelerators=None):
+    """One ARQ per requested accelerator of each group of the profile
+    (of group ``group_id`` only, when given), counted against the
+    project's ``limits`` ({resource class: n}); none when there would be
+    more than ``max_accelerators``."""
     with api.writer() as session:
         profile = device_profiles._get(session, None, profile_name)
         groups = device_profiles.groups_of(profile)
@@ -43,10 +54,11 @@ def create(profile_name, project_id, group_id=None, limits=None):
             raise exception.Invalid(
                 'Device profile %s has no group %s.' % (profile_name,
                                                         group_id))
+        wanted = [(gid, group) for gid, group in enumerate(groups)
+                  if group_id is None or gid == group_id]
+        _check_bound(profile_name, [g for _, g in wanted], max_accelerators)
         created = []
-        for gid, group in enumerate(groups):
-            if group_id is not None and gid != group_id:
-                continue
+        for gid, group in wanted:
             for resource_class in accelerators_in(group):
                 arq = ARQ(uuid=uuidutils.generate_uuid(),
                           state=states.INITIAL, device_profile_id=profile.id,
@@ -59,6 +71,20 @@ def create(profile_name, project_id, group_id=None, limits=None):
                            limits or {})
         session.flush()
         return [_to_dict(arq, profile.name, None) for arq in created]
+
+
+def _check_bound(profile_name, groups, max_accelerators):
+    # Profiles made before the bound was lowered may ask for more: count
+    # before creating anything.
+    count = sum(_count_in(group) for group in groups)
+    if max_accelerators is not None and count > max_accelerators:
+        raise exception.TooManyAccelerators(
+            name=profile_name, count=count, bound=max_accelerators)
+
+
+def _count_in(group):
+    return sum(int(count) for key, count in group.items()
+               if key.startswith('resources:'))
 
 
 def accelerators_in(group):
@@ -103,42 +129,51 @@ def get(uuid, project_id=None):
         return _row_to_dict(row)
 
 
-def start_bind(bindings, project_id=None):
+def start_bind(bindings, project_id=None, conductor_uuid=None):
     """Move every ARQ of ``bindings`` ({uuid: fields}) to BindStarted, or
     none of them: a missing ARQ or one in the wrong state stops them all.
+    ``conductor_uuid`` is the conductor that will finish the bindings.
+    Returns {uuid: bind attempt}, which the binding's later steps name.
     """
     with api.writer() as session:
+        # As Cyborg: no binding to an instance that already has requests
+        # (hot add is not supported). Only the caller's project's are
+        # looked at, so a bind cannot learn of another project's instance.
         instances = {f['instance_uuid'] for f in bindings.values()}
-        taken = session.scalars(
+        taken = session.scalars(_scoped(
             sa.select(ARQ.instance_uuid)
             .where(ARQ.instance_uuid.in_(instances))
-            .where(ARQ.uuid.notin_(list(bindings)))).first()
+            .where(ARQ.uuid.notin_(list(bindings))), project_id)).first()
         if taken is not None:
             raise exception.InstanceAlreadyBound(instance=taken)
+        attempts = {}
         for uuid, fields in bindings.items():
-            values = dict(fields, state=states.BIND_STARTED,
-                          state_reason=None)
-            _transition(session, uuid, states.BIND_STARTED, values,
-                        project_id)
+            attempts[uuid] = uuidutils.generate_uuid()
+            values = dict(fields, state_reason=None,
+                          bind_attempt=attempts[uuid],
+                          conductor_uuid=conductor_uuid)
+            _transition(session, uuid, states.BIND, values, project_id)
+        return attempts
 
 
-def allocate(uuid, host_down_after):
-    """Take a free attach handle of the ARQ's device for it.
+def allocate(uuid, attempt, host_down_after):
+    """Take a free attach handle of the ARQ's device for binding
+    ``attempt``.
 
     Returns what the host's agent needs to prepare the handle; raises
-    BindFailed when the device cannot serve this request.
+    BindFailed when the device cannot serve this request and
+    BindingSuperseded when the attempt is no longer the ARQ's binding.
     """
     with api.writer() as session:
-        arq = session.scalars(sa.select(ARQ).where(
-            ARQ.uuid == uuid, ARQ.state == states.BIND_STARTED)).first()
-        if arq is None:
-            raise exception.ARQBadState(uuid=uuid, state='(changed)',
-                                        expected=[states.BIND_STARTED])
+        arq = _attempt(session, uuid, attempt, states.FINISH)
         profile = session.get(models.DeviceProfile, arq.device_profile_id)
         group = device_profiles.groups_of(profile)[
             arq.device_profile_group_id]
         deployable = _deployable_for(session, arq)
         _check_usable(session, deployable, group, host_down_after)
+        # Before any handle is taken or agent called: the catalog image
+        # the group asks for must fit the region.
+        image = bitstream_compat.for_group(session, deployable, group)
         handle = _take_handle(session, deployable)
         arq.attach_handle_id = handle.id
         arq.deployable_id = deployable.id
@@ -151,7 +186,9 @@ def allocate(uuid, host_down_after):
             'controlpath_id': cpid.to_wire(),
             'deployable_name': deployable.name,
             'current_bitstream_id': deployable.bitstream_id,
-            'bitstream_id': group.get('accel:bitstream_id'),
+            'bitstream_id': bitstream_compat.loaded_id(image) if image
+            else group.get('accel:bitstream_id'),
+            'image': bitstream_compat.image_job(image) if image else None,
             'attach_handle': _handle_dict(handle),
         }
 
@@ -176,12 +213,24 @@ def _check_usable(session, deployable, group, host_down_after):
     if operations.unfinished_for(session, deployable.uuid) is not None:
         raise exception.BindFailed(reason='Deployable %s is being '
                                           'programmed.' % deployable.uuid)
+    if any(h.release_pending for h in deployable.attach_handles):
+        # Its agent may be erasing it: what it holds is not known yet.
+        raise exception.ReleasePending(deployable=deployable.uuid)
     if device.health == 'unhealthy':
         raise exception.BindFailed(reason='Device %s is unhealthy: %s' % (
             device.uuid, device.health_reasons))
     if device.status != 'enabled':
         raise exception.BindFailed(reason='Device %s is %s.' % (
             device.uuid, device.status))
+    # A locking read: the latest committed drain, whatever snapshot this
+    # transaction started from (the drain locked the deployable first).
+    drain_reason = session.scalar(
+        sa.select(models.Device.drain_reason).where(
+            models.Device.id == device.id,
+            models.Device.drained_by.is_not(None)).with_for_update())
+    if drain_reason is not None:
+        raise exception.BindFailed(reason='Device %s is drained: %s' % (
+            device.uuid, drain_reason))
     cutoff = hosts.utcnow() - datetime.timedelta(seconds=host_down_after)
     host = session.scalars(sa.select(models.Host).where(
         models.Host.hostname == device.hostname)).first()
@@ -207,7 +256,8 @@ def _check_usable(session, deployable, group, host_down_after):
 def _take_handle(session, deployable):
     candidates = session.scalars(
         sa.select(HANDLE.id).where(HANDLE.deployable_id == deployable.id,
-                                   HANDLE.in_use == sa.false())
+                                   HANDLE.in_use == sa.false(),
+                                   HANDLE.release_pending == sa.false())
         .order_by(HANDLE.id)).all()
     for handle_id in candidates:
         taken = session.execute(
@@ -220,13 +270,10 @@ def _take_handle(session, deployable):
         reason='No free attach handle on deployable %s.' % deployable.uuid)
 
 
-def finish_bind(uuid, programmed_bitstream_id=None):
-    """BindStarted -> Bound; False when the ARQ moved on meanwhile."""
+def finish_bind(uuid, attempt, programmed_bitstream_id=None):
+    """BindStarted -> Bound; False when the attempt was superseded."""
     with api.writer() as session:
-        done = session.execute(
-            sa.update(ARQ).where(ARQ.uuid == uuid,
-                                 ARQ.state == states.BIND_STARTED)
-            .values(state=states.BOUND)).rowcount == 1
+        done = _move(session, ARQ.uuid == uuid, states.FINISH, attempt)
         if done and programmed_bitstream_id:
             deployable_id = session.scalar(
                 sa.select(ARQ.deployable_id).where(ARQ.uuid == uuid))
@@ -237,70 +284,106 @@ def finish_bind(uuid, programmed_bitstream_id=None):
         return done
 
 
-def fail_bind(uuid, reason):
-    """BindStarted -> BindFailed with ``reason``; gives back the handle."""
+def fail_bind(uuid, attempt, reason):
+    """BindStarted -> BindFailed with ``reason``, giving back the handle;
+    None (and nothing changed) when the attempt was superseded."""
     with api.writer() as session:
-        arq = session.scalars(sa.select(ARQ).where(
-            ARQ.uuid == uuid, ARQ.state == states.BIND_STARTED)).first()
-        if arq is None:
+        try:
+            arq = _attempt(session, uuid, attempt, states.FAIL)
+        except exception.BindingSuperseded:
             return None
-        released = _release(session, arq)
-        arq.state = states.BIND_FAILED
-        arq.state_reason = reason[:4000]
-        return released
+        return _fail(session, arq, reason)
 
 
-def fail_interrupted_binds(older_than):
-    """BindStarted for more than ``older_than`` seconds means the conductor
-    finishing it is gone (stopped, crashed): fail them, giving handles
-    back. Returns ``[(arq uuid, instance uuid, released)]``."""
+def fail_interrupted_binds(conductor_down_after, host_down_after,
+                           older_than):
+    """Fail the bindings nobody will finish, giving their handles back:
+    those of a conductor that stopped heartbeating (or stopped cleanly with
+    work left), those on a host whose agent is down, and any older than
+    ``older_than`` seconds (a wedged worker). Returns ``[(arq uuid,
+    instance uuid, released)]``."""
     cutoff = hosts.utcnow() - datetime.timedelta(seconds=older_than)
+    causes = (
+        (ARQ.hostname.in_(conductors.hosts_down(host_down_after)),
+         'Host %(host)s went down while binding; bind again.'),
+        # NULL (a binding of a conductor older than liveness) is never
+        # "not in": only the age limit applies to it.
+        (ARQ.conductor_uuid.notin_(conductors.alive(conductor_down_after)),
+         'The binding was interrupted (its conductor stopped); bind '
+         'again.'),
+        (sa.func.coalesce(ARQ.updated_at, ARQ.created_at) < cutoff,
+         'The binding took more than %d seconds; bind again.'
+         % older_than),
+    )
+    failed = []
     with api.writer() as session:
-        stale = session.scalars(sa.select(ARQ).where(
-            ARQ.state == states.BIND_STARTED,
-            sa.func.coalesce(ARQ.updated_at, ARQ.created_at) < cutoff)
-            .with_for_update()).all()
-        failed = []
-        for arq in stale:
-            released = _release(session, arq)
-            arq.state = states.BIND_FAILED
-            arq.state_reason = ('The binding was interrupted (its conductor '
-                                'stopped); bind again.')
-            failed.append((arq.uuid, arq.instance_uuid, released))
-        return failed
+        for condition, reason in causes:
+            stale = session.scalars(sa.select(ARQ).where(
+                ARQ.state.in_(states.ARQ.sources(states.FAIL)), condition)
+                .with_for_update()).all()
+            for arq in stale:
+                released = _fail(session, arq, reason % {
+                    'host': arq.hostname})
+                if released is not None:
+                    failed.append((arq.uuid, arq.instance_uuid, released))
+    return failed
+
+
+def _fail(session, arq, reason):
+    released = _handle_of(session, arq)
+    if not _move(session, ARQ.id == arq.id, states.FAIL, arq.bind_attempt,
+                 state_reason=reason[:4000], attach_handle_id=None,
+                 deployable_id=None):
+        return None
+    return _free(session, released)
 
 
 def unbind(uuids, project_id=None):
-    """Bound/BindFailed/BindStarted -> Unbound, giving handles back.
+    """BindStarted/Bound/BindFailed -> Unbound, giving handles back.
 
     Returns the handles the agents should release. ARQs already unbound
     or never bound are left as they are, so Nova may retry.
     """
     with api.writer() as session:
-        arqs = _get_all(session, uuids, project_id)
+        arqs = _get_all(session, uuids, project_id, for_update=True)
         released = []
         for arq in arqs:
-            if arq.state not in states.TRANSITIONS[states.UNBOUND]:
+            if not states.ARQ.allows(arq.state, states.UNBIND):
                 continue
-            released += _release(session, arq)
-            arq.state = states.UNBOUND
-            arq.state_reason = None
-            arq.hostname = arq.device_rp_uuid = arq.instance_uuid = None
+            held = _handle_of(session, arq)
+            whose = _whose(arq)
+            if _move(session, ARQ.id == arq.id, states.UNBIND, None,
+                     state_reason=None, hostname=None, device_rp_uuid=None,
+                     instance_uuid=None, bind_attempt=None,
+                     attach_handle_id=None, deployable_id=None):
+                released += [dict(job, **whose)
+                             for job in _free(session, held)]
         return released
 
 
 @_retry_deadlock
-def delete(uuids=None, instance_uuid=None, project_id=None):
-    """Delete ARQs by uuid (all must exist) or by instance (idempotent)."""
+def delete(uuids=None, instance_uuid=None, project_id=None,
+           delete_bound=False):
+    """Delete ARQs by uuid (all must exist) or by instance (idempotent).
+
+    Unless ``delete_bound``, one Bound or BindStarted ARQ (a device an
+    instance holds or is being given) among them deletes none: it is
+    checked on the rows this transaction read and deletes.
+    """
     with api.writer() as session:
+        # Locked: a bind starting meanwhile cannot slip past the check.
         if uuids is not None:
-            arqs = _get_all(session, uuids, project_id)
+            arqs = _get_all(session, uuids, project_id, for_update=True)
         else:
             arqs = session.scalars(_scoped(sa.select(ARQ).where(
-                ARQ.instance_uuid == instance_uuid), project_id)).all()
+                ARQ.instance_uuid == instance_uuid), project_id)
+                .with_for_update()).all()
+        if not delete_bound:
+            _refuse_bound(arqs)
         released = []
         for arq in arqs:
-            released += _release(session, arq)
+            released += [dict(job, **_whose(arq))
+                         for job in _free(session, _handle_of(session, arq))]
             session.delete(arq)
         by_project = {}
         for arq in arqs:
@@ -325,7 +408,7 @@ def bound_on(hostname):
             .join(models.ControlpathID,
                   models.ControlpathID.device_id == models.Device.id)
             .where(models.Device.hostname == hostname,
-                   ARQ.state.in_([states.BOUND, states.BIND_STARTED]))
+                   ARQ.state.in_(states.HOLDING))
         ).all()
         return [{'driver_name': row.driver_name,
                  'controlpath_id': models.wire_form(row.cpid_type,
@@ -334,36 +417,122 @@ def bound_on(hostname):
                 for row in rows]
 
 
-def _get_all(session, uuids, project_id):
-    arqs = session.scalars(_scoped(
-        sa.select(ARQ).where(ARQ.uuid.in_(uuids)), project_id)).all()
+def _refuse_bound(arqs):
+    held = sorted((a.uuid, a.state) for a in arqs
+                  if a.state in states.HOLDING)
+    if held:
+        uuid, state = held[0]
+        raise exception.ARQDeleteBoundForbidden(uuid=uuid, state=state)
+
+
+def _get_all(session, uuids, project_id, for_update=False):
+    query = _scoped(sa.select(ARQ).where(ARQ.uuid.in_(uuids)), project_id)
+    if for_update:
+        query = query.with_for_update()
+    arqs = session.scalars(query).all()
     missing = set(uuids) - {a.uuid for a in arqs}
     if missing:
         raise exception.ARQNotFound(uuid=sorted(missing)[0])
     return arqs
 
 
-def _release(session, arq):
-    """Give the ARQ's attach handle back; what the agent must undo."""
+def _attempt(session, uuid, attempt, event):
+    """The ARQ, locked, if ``attempt`` is still its binding and ``event``
+    may be applied; else BindingSuperseded."""
+    arq = session.scalars(sa.select(ARQ).where(
+        ARQ.uuid == uuid, ARQ.bind_attempt == attempt,
+        ARQ.state.in_(states.ARQ.sources(event))).with_for_update()).first()
+    if arq is None:
+        raise exception.BindingSuperseded(uuid=uuid)
+    return arq
+
+
+def _move(session, which, event, attempt, **values):
+    """Apply ``event`` to the ARQ ``which`` selects, only from the states
+    the event allows (and only within binding ``attempt`` when given).
+    True when the row changed."""
+    query = sa.update(ARQ).where(
+        which, ARQ.state.in_(states.ARQ.sources(event)))
+    if attempt is not None:
+        query = query.where(ARQ.bind_attempt == attempt)
+    values['state'] = states.ARQ.target(event)
+    return session.execute(query.values(**values)).rowcount == 1
+
+
+def _handle_of(session, arq):
+    """The attach handle the ARQ holds, or None."""
     if arq.attach_handle_id is None:
+        return None
+    return session.get(HANDLE, arq.attach_handle_id)
+
+
+def _free(session, handle):
+    """Give ``handle`` back; what the agent must undo ([] for None).
+
+    Where the host's agent confirms releases (agent 1.1 on), the handle
+    stays unbindable until it does (``confirm_release``): releasing may
+    erase the region, and a bind meanwhile would trust a stale bitstream.
+    """
+    if handle is None:
         return []
-    handle = session.get(HANDLE, arq.attach_handle_id)
-    handle.in_use = False
     deployable = session.get(models.Deployable, handle.deployable_id)
     device = deployable.device
-    cpid = device.controlpath_ids[0]
-    arq.attach_handle_id = arq.deployable_id = None
-    return [{'hostname': device.hostname,
-             'driver_name': deployable.driver_name,
-             'controlpath_id': cpid.to_wire(),
-             'attach_handle': _handle_dict(handle)}]
+    confirm = hosts.confirms_releases(session, device.hostname)
+    session.execute(sa.update(HANDLE).where(HANDLE.id == handle.id)
+                    .values(in_use=False, release_pending=confirm))
+    return [_release_job(deployable, handle, confirm)]
 
 
-def _transition(session, uuid, new_state, values, project_id):
+def _whose(arq):
+    """Added to the release jobs of unbind and delete, for the
+    conductor's log (agents ignore them)."""
+    return {'arq_uuid': arq.uuid, 'instance_uuid': arq.instance_uuid}
+
+
+def _release_job(deployable, handle, confirm):
+    return {'hostname': deployable.device.hostname,
+            'driver_name': deployable.driver_name,
+            'controlpath_id': deployable.device.controlpath_ids[0].to_wire(),
+            'attach_handle': _handle_dict(handle),
+            'confirm': confirm}
+
+
+def confirm_release(handle_uuid, erased):
+    """The agent released the handle; ``erased``: its region lost its
+    bitstream. The handle is bindable again. False if none was pending."""
+    with api.writer() as session:
+        handle = session.scalars(sa.select(HANDLE).where(
+            HANDLE.uuid == handle_uuid,
+            HANDLE.release_pending == sa.true()).with_for_update()).first()
+        if handle is None:
+            return False
+        handle.release_pending = False
+        if erased:
+            session.execute(sa.update(models.Deployable).where(
+                models.Deployable.id == handle.deployable_id)
+                .values(bitstream_id=None))
+        return True
+
+
+def pending_releases(hostname):
+    """Releases on ``hostname`` its agent has not confirmed (it may have
+    been down): the agent carries them out again after a restart."""
+    with api.reader() as session:
+        rows = session.execute(
+            sa.select(models.Deployable, HANDLE)
+            .join(HANDLE, HANDLE.deployable_id == models.Deployable.id)
+            .join(models.Device)
+            .where(models.Device.hostname == hostname,
+                   HANDLE.release_pending == sa.true())).all()
+        return [_release_job(d, h, True) for d, h in rows]
+
+
+def _transition(session, uuid, event, values, project_id):
     query = sa.update(ARQ).where(
-        ARQ.uuid == uuid, ARQ.state.in_(states.TRANSITIONS[new_state]))
+        ARQ.uuid == uuid, ARQ.state.in_(states.ARQ.sources(event)))
     if project_id is not None:
         query = query.where(ARQ.project_id == project_id)
+    values = dict(values, state=states.ARQ.target(event))
     if session.execute(query.values(**values)).rowcount == 1:
         return
     current = session.scalar(_scoped(
@@ -371,7 +540,7 @@ def _transition(session, uuid, new_state, values, project_id):
     if current is None:
         raise exception.ARQNotFound(uuid=uuid)
     raise exception.ARQBadState(uuid=uuid, state=current,
-                                expected=list(states.TRANSITIONS[new_state]))
+                                expected=list(states.ARQ.sources(event)))
 
 
 def _scoped(query, project_id):

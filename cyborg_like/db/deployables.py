@@ -8,6 +8,7 @@ from sqlalchemy import orm
 from cyborg_like.common import exception
 from cyborg_like.common import listing
 from cyborg_like.db import api
+from cyborg_like.db import bitstream_compat
 from cyborg_like.db import models
 from cyborg_like.db import operations
 from cyborg_like.db import placement_sync
@@ -81,7 +82,7 @@ def to_dict(deployable, attributes=None):
     }
 
 
-def start_program(uuid, bitstream_id, project_id):
+def start_program(uuid, bitstream_id, project_id, conductor_uuid=None):
     """Record a pending program operation on deployable ``uuid``.
 
     Refused while a workload holds one of its handles or another
@@ -97,7 +98,17 @@ def start_program(uuid, bitstream_id, project_id):
         if operations.unfinished_for(session, uuid) is not None:
             raise exception.Conflict(
                 'Deployable %s is already being programmed.' % uuid)
-        operation = operations.add(session, 'program', uuid, project_id)
+        if deployable.device.drained_by is not None:
+            # Its driver is changing, or in doubt after a failed change.
+            raise exception.Conflict('Deployable %s is drained: %s' % (
+                uuid, deployable.device.drain_reason))
+        # A catalog image must fit the region: refused here, before the
+        # operation exists or any agent is called.
+        image = bitstream_compat.catalog_image(session, bitstream_id)
+        if image is not None:
+            bitstream_compat.check(image, deployable)
+        operation = operations.add(session, 'program', uuid, project_id,
+                                   conductor_uuid)
         device = deployable.device
         cpid = device.controlpath_ids[0]
         job = {
@@ -106,7 +117,9 @@ def start_program(uuid, bitstream_id, project_id):
             'controlpath_id': cpid.to_wire(),
             'deployable_name': deployable.name,
             'deployable_uuid': deployable.uuid,
-            'bitstream_id': bitstream_id,
+            'bitstream_id': bitstream_compat.loaded_id(image) if image
+            else bitstream_id,
+            'image': bitstream_compat.image_job(image) if image else None,
         }
         return job, operations.to_dict(operation), to_dict(deployable)
 

@@ -41,6 +41,8 @@ def to_dict(device):
         'vendor_board_info': device.vendor_board_info,
         'hostname': device.hostname,
         'status': device.status,
+        'drained_by': device.drained_by,
+        'drain_reason': device.drain_reason,
         'created_at': api.isotime(device.created_at),
         'updated_at': api.isotime(device.updated_at),
     }
@@ -55,7 +57,6 @@ def set_status(uuid, status):
             raise exception.DeviceNotFound(uuid=uuid)
         if device.status != status:
             device.status = status
-            device.generation += 1
             placement_sync.mark_dirty(session, [device.hostname])
         session.flush()
         return to_dict(device)

@@ -1,9 +1,11 @@
 """Hosts running an agent: heartbeats and whether they are up."""
 
 import datetime
+import json
 
 import sqlalchemy as sa
 
+from cyborg_like.common import exception
 from cyborg_like.db import api
 from cyborg_like.db import models
 
@@ -20,13 +22,73 @@ def set_inventory_hash(session, hostname, inventory_hash):
     host.last_heartbeat = utcnow()
 
 
+# Agents from this version on confirm each release (conductor 1.6).
+CONFIRMS_RELEASES = (1, 1)
+
+
+# Agents from this version on run driver playbooks (agent RPC 1.3).
+RUNS_PLAYBOOKS = (1, 2)
+
+
+def confirms_releases(session, hostname):
+    """Whether the agent of ``hostname`` confirms releases of handles."""
+    return agent_at_least(session, hostname, CONFIRMS_RELEASES)
+
+
+def agent_at_least(session, hostname, wanted):
+    version = session.scalar(sa.select(models.Host.agent_version).where(
+        models.Host.hostname == hostname))
+    try:
+        return tuple(int(p) for p in version.split('.')) >= wanted
+    except (AttributeError, ValueError):
+        return False
+
+
 def list_hosts(down_after):
     """Every host with ``state`` up or down by its last heartbeat."""
     cutoff = utcnow() - datetime.timedelta(seconds=down_after)
     with api.reader() as session:
         rows = session.scalars(
             sa.select(models.Host).order_by(models.Host.hostname)).all()
-        return [_to_dict(host, cutoff) for host in rows]
+        drained = _drained_devices(session)
+        return [dict(_to_dict(host, cutoff),
+                     drained_devices=drained.get(host.hostname, []))
+                for host in rows]
+
+
+def get_host(hostname, down_after):
+    cutoff = utcnow() - datetime.timedelta(seconds=down_after)
+    with api.reader() as session:
+        host = session.scalars(sa.select(models.Host).where(
+            models.Host.hostname == hostname)).first()
+        if host is None:
+            raise exception.HostNotFound(hostname=hostname)
+        drained = _drained_devices(session, hostname)
+        return dict(_to_dict(host, cutoff),
+                    drained_devices=drained.get(hostname, []))
+
+
+def _drained_devices(session, hostname=None):
+    """``{hostname: [{uuid, drained_by, reason}]}`` of every drained
+    device, in one query (db/driver_operations.py)."""
+    found = {}
+    rows = session.execute(
+        sa.select(models.Device.hostname, models.Device.uuid,
+                  models.Device.drained_by, models.Device.drain_reason)
+        .where(models.Device.drained_by.is_not(None),
+               *([models.Device.hostname == hostname] if hostname else []))
+        .order_by(models.Device.id))
+    for hostname, uuid, drained_by, reason in rows:
+        found.setdefault(hostname, []).append(
+            {'uuid': uuid, 'drained_by': drained_by, 'reason': reason})
+    return found
+
+
+def last_heartbeats():
+    """{hostname: last heartbeat (naive UTC) or None} of every host."""
+    with api.reader() as session:
+        return dict(session.execute(sa.select(
+            models.Host.hostname, models.Host.last_heartbeat)).all())
 
 
 def _get_or_add(session, hostname):
@@ -47,4 +109,5 @@ def _to_dict(host, cutoff):
         'last_heartbeat': api.isotime(host.last_heartbeat),
         'agent_version': host.agent_version,
         'inventory_hash': host.inventory_hash,
+        'driver_versions': json.loads(host.driver_versions or '{}'),
     }

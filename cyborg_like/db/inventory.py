@@ -105,7 +105,7 @@ def _set_fields(obj, fields):
 def _add_device(session, hostname, reported):
     cpid = reported['controlpath_id']
     device = models.Device(uuid=uuidutils.generate_uuid(), hostname=hostname,
-                           status='enabled', generation=0,
+                           status='enabled',
                            **_device_fields(reported))
     device.controlpath_ids.append(models.ControlpathID(
         uuid=uuidutils.generate_uuid(), cpid_type=cpid['cpid_type'],
@@ -117,7 +117,7 @@ def _add_device(session, hostname, reported):
 
 def _add_deployable(device, reported, cpid):
     deployable = models.Deployable(
-        uuid=uuidutils.generate_uuid(), name=reported['name'], generation=0,
+        uuid=uuidutils.generate_uuid(), name=reported['name'],
         rp_uuid=wire.deployable_rp_uuid(device.hostname, cpid,
                                         reported['name']),
         **_deployable_fields(reported))
@@ -139,15 +139,9 @@ def _update_device(session, device, reported):
         changed |= _set_fields(deployable, _deployable_fields(dep))
         changed |= _sync_attributes(deployable, dep.get('attributes', {}))
         changed |= _sync_handles(device, deployable, dep['attach_handles'])
-    for deployable in current.values():
-        if any(h.in_use for h in deployable.attach_handles):
-            LOG.warning('Deployable %s vanished but is in use; keeping it',
-                        deployable.uuid)
-            continue
-        device.deployables.remove(deployable)
-        changed = True
-    if changed:
-        device.generation += 1
+    changed |= _drop_vanished(
+        device.deployables, current.values(), 'Deployable',
+        lambda deployable: any(h.in_use for h in deployable.attach_handles))
     return changed
 
 
@@ -184,11 +178,20 @@ def _sync_handles(device, deployable, reported):
                 attach_info=key[1], in_use=False,
                 controlpath=device.controlpath_ids[0]))
             changed = True
-    for handle in current.values():
-        if handle.in_use:
-            LOG.warning('Attach handle %s vanished but is in use; keeping it',
-                        handle.uuid)
-            continue
-        deployable.attach_handles.remove(handle)
-        changed = True
+    changed |= _drop_vanished(deployable.attach_handles, current.values(),
+                              'Attach handle', lambda handle: handle.in_use)
     return changed
+
+
+def _drop_vanished(records, vanished, what, in_use):
+    """Remove the ``vanished`` records from ``records``, except those in
+    use (an instance holds them); returns whether any went."""
+    dropped = False
+    for record in list(vanished):
+        if in_use(record):
+            LOG.warning('%s %s vanished but is in use; keeping it', what,
+                        record.uuid)
+            continue
+        records.remove(record)
+        dropped = True
+    return dropped

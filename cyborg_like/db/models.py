@@ -27,6 +27,17 @@ class TimestampMixin:
         sa.DateTime, onupdate=_utcnow)
 
 
+class Conductor(TimestampMixin, Base):
+    """A running conductor process and its last heartbeat (liveness)."""
+
+    __tablename__ = 'conductors'
+    id: orm.Mapped[int] = orm.mapped_column(primary_key=True)
+    uuid: orm.Mapped[str] = orm.mapped_column(sa.String(36), unique=True)
+    hostname: orm.Mapped[str] = orm.mapped_column(sa.String(255))
+    last_heartbeat: orm.Mapped[datetime.datetime] = orm.mapped_column(
+        sa.DateTime)
+
+
 class Host(TimestampMixin, Base):
     """A compute host running an agent, with its last heartbeat."""
 
@@ -42,9 +53,21 @@ class Host(TimestampMixin, Base):
     inventory_hash: orm.Mapped[str | None] = orm.mapped_column(sa.String(64))
     # Non-zero while Placement may not match this host's devices: bumped by
     # every change of inventory, device status or health, reset by a
-    # successful sync that began at the same value (conductor/placement.py).
+    # successful sync that began at the same value (conductor/placement/).
     placement_dirty: orm.Mapped[int] = orm.mapped_column(
         default=0, server_default='0')
+    # JSON {driver family: version} as the last driver operation on this
+    # host left it (db/driver_operations.py).
+    driver_versions: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
+    # When a sync of this host last succeeded: a conductor's first sync
+    # marks the hosts not synced within an interval, once for all
+    # conductors (conductor/placement/runner.py).
+    placement_synced_at: orm.Mapped[datetime.datetime | None] = (
+        orm.mapped_column(sa.DateTime))
+    # A conductor syncing this host holds it until then; another may take
+    # it over after (db/placement_sync.py ``claim``).
+    placement_claimed_until: orm.Mapped[datetime.datetime | None] = (
+        orm.mapped_column(sa.DateTime))
 
 
 class Device(TimestampMixin, Base):
@@ -64,7 +87,6 @@ class Device(TimestampMixin, Base):
     hostname: orm.Mapped[str] = orm.mapped_column(sa.String(255))
     status: orm.Mapped[str] = orm.mapped_column(
         sa.String(30), default='enabled')
-    generation: orm.Mapped[int] = orm.mapped_column(default=0)
     # The latest heartbeat's reading: healthy, unhealthy or unknown.
     health: orm.Mapped[str] = orm.mapped_column(
         sa.String(16), default='unknown', server_default='unknown')
@@ -72,6 +94,10 @@ class Device(TimestampMixin, Base):
     utilization: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
     health_updated_at: orm.Mapped[datetime.datetime | None] = \
         orm.mapped_column(sa.DateTime)
+    # Set while a driver operation changes this device's driver, and kept
+    # after one that failed: not bindable, Placement inventory reserved.
+    drained_by: orm.Mapped[str | None] = orm.mapped_column(sa.String(36))
+    drain_reason: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
 
     controlpath_ids: orm.Mapped[list['ControlpathID']] = orm.relationship(
         back_populates='device', cascade='all, delete-orphan',
@@ -126,7 +152,6 @@ class Deployable(TimestampMixin, Base):
     driver_name: orm.Mapped[str | None] = orm.mapped_column(sa.String(100))
     rp_uuid: orm.Mapped[str | None] = orm.mapped_column(sa.String(36))
     bitstream_id: orm.Mapped[str | None] = orm.mapped_column(sa.String(36))
-    generation: orm.Mapped[int] = orm.mapped_column(default=0)
 
     device: orm.Mapped[Device] = orm.relationship(back_populates='deployables')
     attributes: orm.Mapped[list['Attribute']] = orm.relationship(
@@ -173,6 +198,9 @@ class AttachHandle(TimestampMixin, Base):
     cpid_id: orm.Mapped[int | None] = orm.mapped_column(
         sa.ForeignKey('controlpath_ids.id', ondelete='CASCADE'))
     in_use: orm.Mapped[bool] = orm.mapped_column(default=False)
+    # Given back by its workload, but its agent has not yet confirmed the
+    # release (an FPGA region is erased then): not bindable meanwhile.
+    release_pending: orm.Mapped[bool] = orm.mapped_column(default=False)
     attach_type: orm.Mapped[str] = orm.mapped_column(sa.String(30))
     attach_info: orm.Mapped[str] = orm.mapped_column(sa.String(255))
 
@@ -198,6 +226,8 @@ class ExtARQ(TimestampMixin, Base):
         sa.Index('extarq_instance_uuid_idx', 'instance_uuid'),
         sa.Index('extarq_project_id_idx', 'project_id'),
         sa.Index('extarq_created_at_id_idx', 'created_at', 'id'),
+        # The liveness sweep of every conductor looks for BindStarted.
+        sa.Index('extarq_state_idx', 'state'),
     )
     id: orm.Mapped[int] = orm.mapped_column(primary_key=True)
     uuid: orm.Mapped[str] = orm.mapped_column(sa.String(36), unique=True)
@@ -217,6 +247,13 @@ class ExtARQ(TimestampMixin, Base):
     # What the request counts against its project's quota.
     resource_class: orm.Mapped[str | None] = orm.mapped_column(
         sa.String(255))
+    # The identity of the current binding (db/arqs.py): work of an older
+    # binding of this ARQ must not touch it.
+    bind_attempt: orm.Mapped[str | None] = orm.mapped_column(sa.String(36))
+    # The conductor finishing the current binding: when it stops
+    # heartbeating, any conductor fails the binding (db/conductors.py).
+    conductor_uuid: orm.Mapped[str | None] = orm.mapped_column(
+        sa.String(36))
 
 
 class Operation(TimestampMixin, Base):
@@ -224,7 +261,10 @@ class Operation(TimestampMixin, Base):
 
     __tablename__ = 'operations'
     __table_args__ = (
-        sa.Index('operations_target_uuid_idx', 'target_uuid'),)
+        sa.Index('operations_target_uuid_idx', 'target_uuid'),
+        # The liveness sweep looks for unfinished operations.
+        sa.Index('operations_state_idx', 'state'),
+        sa.Index('operations_hostname_idx', 'hostname'))
     id: orm.Mapped[int] = orm.mapped_column(primary_key=True)
     uuid: orm.Mapped[str] = orm.mapped_column(sa.String(36), unique=True)
     type: orm.Mapped[str] = orm.mapped_column(sa.String(30))
@@ -232,6 +272,17 @@ class Operation(TimestampMixin, Base):
     state: orm.Mapped[str] = orm.mapped_column(sa.String(16))
     detail: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
     project_id: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
+    # The conductor carrying the operation out (see ExtARQ.conductor_uuid).
+    conductor_uuid: orm.Mapped[str | None] = orm.mapped_column(
+        sa.String(36))
+    # Driver operations: the host they change, what was asked (JSON) and
+    # the playbook's progress so far (JSON); their end goes in ``result``.
+    hostname: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
+    params: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
+    progress: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
+    # What the work found, as JSON (a flash: firmware before and after; a
+    # driver operation: the playbook's recap and versions).
+    result: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
 
 
 class DeviceMetric(Base):
@@ -263,3 +314,48 @@ class QuotaUsage(Base):
     project_id: orm.Mapped[str] = orm.mapped_column(sa.String(255))
     resource: orm.Mapped[str] = orm.mapped_column(sa.String(255))
     in_use: orm.Mapped[int] = orm.mapped_column(default=0)
+
+
+class Bitstream(TimestampMixin, Base):
+    """An image of the catalog (a PR bitstream or card firmware): what it
+    declares, where its data is, and how far its upload got."""
+
+    __tablename__ = 'bitstreams'
+    __table_args__ = (
+        sa.Index('bitstreams_created_at_id_idx', 'created_at', 'id'),
+        # Profiles asking for a function resolve it to images.
+        sa.Index('bitstreams_function_name_idx', 'function_name'),
+        sa.Index('bitstreams_hardware_id_idx', 'hardware_id'),
+    )
+    id: orm.Mapped[int] = orm.mapped_column(primary_key=True)
+    uuid: orm.Mapped[str] = orm.mapped_column(sa.String(36), unique=True)
+    name: orm.Mapped[str] = orm.mapped_column(sa.String(255))
+    description: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
+    # None until given or declared; 'bitstream' when the upload ends
+    # without either.
+    kind: orm.Mapped[str | None] = orm.mapped_column(sa.String(16))
+    vendor: orm.Mapped[str | None] = orm.mapped_column(sa.String(16))
+    board: orm.Mapped[str | None] = orm.mapped_column(sa.String(16))
+    # What the image needs of its region (Intel PR interface id, Xilinx
+    # shell interface uuid) and what the region reports once loaded (AFU
+    # id, xclbin uuid); dashed lower-case UUIDs.
+    interface_id: orm.Mapped[str | None] = orm.mapped_column(sa.String(36))
+    hardware_id: orm.Mapped[str | None] = orm.mapped_column(sa.String(36))
+    function_name: orm.Mapped[str | None] = orm.mapped_column(
+        sa.String(255))
+    function_version: orm.Mapped[str | None] = orm.mapped_column(
+        sa.String(64))
+    status: orm.Mapped[str] = orm.mapped_column(sa.String(16))
+    status_reason: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
+    # The digest the client announced at creation; an upload of other
+    # bytes is refused.
+    expected_sha256: orm.Mapped[str | None] = orm.mapped_column(
+        sa.String(64))
+    size: orm.Mapped[int | None] = orm.mapped_column(sa.BigInteger)
+    sha256: orm.Mapped[str | None] = orm.mapped_column(sa.String(64))
+    store: orm.Mapped[str | None] = orm.mapped_column(sa.String(64))
+    location: orm.Mapped[str | None] = orm.mapped_column(sa.String(1024))
+    # The upload under way (common/states.py: a retry supersedes it).
+    upload_id: orm.Mapped[str | None] = orm.mapped_column(sa.String(36))
+    project_id: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
+    user_id: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))

@@ -1,23 +1,28 @@
-"""Operations: long work on a host (programming) that clients poll."""
+"""Operations: long work on a host (programming, firmware flashing) that
+clients poll."""
+
+import datetime
+import json
 
 from oslo_utils import uuidutils
 import sqlalchemy as sa
 
 from cyborg_like.common import exception
+from cyborg_like.common import states
 from cyborg_like.db import api
+from cyborg_like.db import conductors
+from cyborg_like.db import hosts
 from cyborg_like.db import models
 
-PENDING, RUNNING, SUCCEEDED, FAILED = ('pending', 'running', 'succeeded',
-                                       'failed')
-UNFINISHED = (PENDING, RUNNING)
 OP = models.Operation
 
 
-def add(session, type_, target_uuid, project_id):
-    """Within the caller's transaction: a new pending operation."""
+def add(session, type_, target_uuid, project_id, conductor_uuid=None):
+    """Within the caller's transaction: a new pending operation, carried
+    out by conductor ``conductor_uuid``."""
     operation = OP(uuid=uuidutils.generate_uuid(), type=type_,
-                   target_uuid=target_uuid, state=PENDING,
-                   project_id=project_id)
+                   target_uuid=target_uuid, state=states.PENDING,
+                   project_id=project_id, conductor_uuid=conductor_uuid)
     session.add(operation)
     session.flush()
     return operation
@@ -25,13 +30,84 @@ def add(session, type_, target_uuid, project_id):
 
 def unfinished_for(session, target_uuid):
     return session.scalars(sa.select(OP).where(
-        OP.target_uuid == target_uuid, OP.state.in_(UNFINISHED))).first()
+        OP.target_uuid == target_uuid,
+        OP.state.in_(states.UNFINISHED))).first()
 
 
-def set_state(uuid, state, detail=None):
+def apply(uuid, event, detail=None, session=None, result=None):
+    """Apply ``event`` of ``states.OPERATION`` to the operation, only from
+    the states it allows; True when it changed. ``session``: within the
+    caller's transaction; ``result``: a JSON-able record of what the work
+    found."""
+    if session is None:
+        with api.writer() as session:
+            return apply(uuid, event, detail, session, result)
+    machine = states.OPERATION
+    values = {'state': machine.target(event), 'detail': detail}
+    if result is not None:
+        values['result'] = json.dumps(result, sort_keys=True)
+    return session.execute(
+        sa.update(OP).where(OP.uuid == uuid,
+                            OP.state.in_(machine.sources(event)))
+        .values(**values)).rowcount == 1
+
+
+def fail_interrupted(conductor_down_after, host_down_after, older_than,
+                     older_than_by_type=None):
+    """Fail unfinished operations nobody will finish (see
+    arqs.fail_interrupted_binds), which releases their targets. Returns
+    the uuids failed. ``older_than_by_type``: other age limits for some
+    operation types (a firmware flash may take an hour)."""
+    down = conductors.hosts_down(host_down_after)
+    # Targets are deployables (programming) or devices (firmware).
+    on_down_host = sa.union(
+        sa.select(models.Deployable.uuid).join(models.Device).where(
+            models.Device.hostname.in_(down)),
+        sa.select(models.Device.uuid).where(models.Device.hostname.in_(
+            down)))
+    causes = (
+        (OP.target_uuid.in_(on_down_host),
+         'The host went down during the operation.'),
+        # Driver operations name their host.
+        (OP.hostname.in_(down),
+         'The host went down during the operation.'),
+        # NULL (a binding of a conductor older than liveness) is never
+        # "not in": only the age limit applies to it.
+        (OP.conductor_uuid.notin_(conductors.alive(conductor_down_after)),
+         'The operation was interrupted (its conductor stopped).'),
+    ) + tuple(_too_old(older_than, older_than_by_type or {}))
+    machine = states.OPERATION
+    failed = []
     with api.writer() as session:
-        session.execute(sa.update(OP).where(OP.uuid == uuid)
-                        .values(state=state, detail=detail))
+        for condition, reason in causes:
+            uuids = session.scalars(sa.select(OP.uuid).where(
+                OP.state.in_(machine.sources(states.FAIL)), condition)
+                .with_for_update()).all()
+            if uuids:
+                session.execute(
+                    sa.update(OP).where(
+                        OP.uuid.in_(uuids),
+                        OP.state.in_(machine.sources(states.FAIL)))
+                    .values(state=machine.target(states.FAIL),
+                            detail=reason))
+                keep_drained(session, uuids, reason)
+                failed += uuids
+    return failed
+
+
+def _too_old(older_than, by_type):
+    """(condition, reason) per age limit: one per type in ``by_type``,
+    ``older_than`` for the others."""
+    age = sa.func.coalesce(OP.updated_at, OP.created_at)
+    now = hosts.utcnow()
+    others = age < now - datetime.timedelta(seconds=older_than)
+    if by_type:
+        others = sa.and_(OP.type.notin_(tuple(by_type)), others)
+    yield others, 'The operation took more than %d seconds.' % older_than
+    for type_, seconds in sorted(by_type.items()):
+        yield (sa.and_(OP.type == type_,
+                       age < now - datetime.timedelta(seconds=seconds)),
+               'The operation took more than %d seconds.' % seconds)
 
 
 def get(uuid, project_id=None):
@@ -61,6 +137,8 @@ def list_operations(filters, limit, marker=None, sort_key='created_at',
 
 
 def to_dict(operation):
+    """Driver operations also carry hostname, params and progress
+    (db/driver_operations.py); other operations show them null."""
     return {
         'uuid': operation.uuid,
         'type': operation.type,
@@ -68,6 +146,31 @@ def to_dict(operation):
         'state': operation.state,
         'detail': operation.detail,
         'project_id': operation.project_id,
+        'hostname': operation.hostname,
+        'params': _load(operation.params),
+        'progress': _load(operation.progress),
+        'result': _load(operation.result),
         'created_at': api.isotime(operation.created_at),
         'updated_at': api.isotime(operation.updated_at),
     }
+
+
+def keep_drained(session, uuids, reason):
+    """Within the caller's transaction: the devices these failed driver
+    operations drained stay drained, saying why (db/driver_operations.py).
+    """
+    for uuid in uuids:
+        session.execute(
+            sa.update(models.Device).where(models.Device.drained_by == uuid)
+            .values(drain_reason=drain_text(uuid, reason))
+            .execution_options(synchronize_session=False))
+
+
+def drain_text(uuid, reason):
+    return ('Driver operation %s ended: %s The devices stay drained until '
+            'a driver operation on them succeeds (verify after fixing the '
+            'host).' % (uuid, reason))
+
+
+def _load(text):
+    return json.loads(text) if text else None

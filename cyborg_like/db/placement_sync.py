@@ -5,13 +5,16 @@ Placement shows of a host (its inventory, a device's status or health, a
 deployable's bitstream or attributes) bumps ``hosts.placement_dirty`` in
 its own transaction, with ``mark_dirty`` below. The sync remembers the
 value it started from and resets it only if nothing bumped it meanwhile,
-so a change that lands during a sync is never lost.
+so a change that lands during a sync is never lost. A conductor claims a
+host (``placement_claimed_until``) before syncing it, so that conductors
+share the dirty hosts instead of each syncing all of them.
 """
 
 import sqlalchemy as sa
 from sqlalchemy import orm
 
 from cyborg_like.db import api
+from cyborg_like.db import hosts
 from cyborg_like.db import models
 
 HOST = models.Host
@@ -46,29 +49,63 @@ def mark_deployable_dirty(session, deployable_id=None, deployable_uuid=None):
     mark_dirty(session, session.scalars(query).all())
 
 
-def hosts_to_sync(everything=False):
-    """``[(hostname, mark)]`` of dirty hosts, or of all with
-    ``everything``; ``mark`` is what ``mark_synced`` compares with."""
-    query = sa.select(HOST.hostname, HOST.placement_dirty)
-    if not everything:
-        query = query.where(HOST.placement_dirty != 0)
-    with api.reader() as session:
-        return [tuple(row) for row in
-                session.execute(query.order_by(HOST.hostname)).all()]
+def mark_unsynced_dirty(synced_before):
+    """Mark the hosts not synced since ``synced_before`` (a conductor's
+    start-up check).
 
-
-def mark_synced(hostname, mark):
-    """The host is clean, unless it changed since ``mark`` was read.
-
-    Returns whether it is clean now.
+    Hosts already dirty are left as they are, so conductors starting
+    together do not bump a host another one is syncing: each host is
+    marked once and synced once.
     """
+    with api.writer() as session:
+        session.execute(
+            sa.update(HOST)
+            .where(HOST.placement_dirty == 0,
+                   sa.or_(HOST.placement_synced_at.is_(None),
+                          HOST.placement_synced_at < synced_before))
+            .values(placement_dirty=1)
+            .execution_options(synchronize_session=False))
+
+
+def hosts_to_sync():
+    """``[(hostname, mark)]`` of dirty hosts; ``mark`` is what ``claim``
+    and ``release`` compare with."""
+    query = (sa.select(HOST.hostname, HOST.placement_dirty)
+             .where(HOST.placement_dirty != 0)
+             .order_by(HOST.hostname))
+    with api.reader() as session:
+        return [tuple(row) for row in session.execute(query).all()]
+
+
+def claim(hostname, mark, until):
+    """Take the host for one sync, unless another conductor holds it or it
+    changed since ``mark`` was read (synced meanwhile, or marked again:
+    the next run sees the new mark). Returns whether it is ours."""
+    now = hosts.utcnow()
     with api.writer() as session:
         result = session.execute(
             sa.update(HOST)
-            .where(HOST.hostname == hostname, HOST.placement_dirty == mark)
-            .values(placement_dirty=0)
+            .where(HOST.hostname == hostname, HOST.placement_dirty == mark,
+                   sa.or_(HOST.placement_claimed_until.is_(None),
+                          HOST.placement_claimed_until < now))
+            .values(placement_claimed_until=until)
             .execution_options(synchronize_session=False))
         return result.rowcount == 1
+
+
+def release(hostname, mark, synced):
+    """Give the host back; with ``synced``, it is clean unless it changed
+    since ``mark`` was read (then it stays marked for the next run)."""
+    values = {'placement_claimed_until': None}
+    if synced:
+        values.update(
+            placement_synced_at=hosts.utcnow(),
+            placement_dirty=sa.case((HOST.placement_dirty == mark, 0),
+                                    else_=HOST.placement_dirty))
+    with api.writer() as session:
+        session.execute(
+            sa.update(HOST).where(HOST.hostname == hostname).values(values)
+            .execution_options(synchronize_session=False))
 
 
 def host_deployables(hostname):
@@ -103,4 +140,5 @@ def _to_dict(deployable):
         'hostname': device.hostname,
         'status': device.status,
         'health': device.health,
+        'drained': device.drained_by is not None,
     }

@@ -19,6 +19,14 @@ class AttachHandle:
     attach_info: dict           # PCI address fields, or the mdev uuid
 
 
+def unpack_handle(attach_handle):
+    """(type, a copy of info) of an :class:`AttachHandle` or its wire dict
+    (the agent passes either to a driver's attach handle hooks)."""
+    if isinstance(attach_handle, AttachHandle):
+        return attach_handle.attach_type, dict(attach_handle.attach_info)
+    return attach_handle['attach_type'], dict(attach_handle['attach_info'])
+
+
 @dataclasses.dataclass
 class Deployable:
     name: str
@@ -110,4 +118,23 @@ class AttachPreparing(abc.ABC):
 
     @abc.abstractmethod
     def release_attach_handle(self, controlpath_id, attach_handle):
-        """Undo :meth:`prepare_attach_handle`."""
+        """Undo :meth:`prepare_attach_handle`; return True when that erased
+        the region (it holds no bitstream any more)."""
+
+
+class Flashable(abc.ABC):
+    """A driver that can replace a card's own firmware (an FPGA's FIM or
+    shell, its BMC), as opposed to programming one of its regions."""
+
+    @abc.abstractmethod
+    def firmware_versions(self, controlpath_id):
+        """What identifies the firmware now on the device at
+        ``controlpath_id`` (a dict of strings or lists, for the record of
+        a flash: versions, interface ids, platform names)."""
+
+    @abc.abstractmethod
+    def flash_firmware(self, controlpath_id, image_path):
+        """Write the image at ``image_path`` (verified by the caller) with
+        the vendor's tool; raise DriverError with its message on failure.
+        Regions and their interfaces may differ afterwards: the caller
+        discovers the device again."""

@@ -103,8 +103,7 @@ def controlpath_id(address):
 
 def address_of(controlpath_id):
     """The PCI address a control-path id names (``'0000:5e:00.0'``)."""
-    info = controlpath_id['cpid_info']
-    return '%(domain)s:%(bus)s:%(device)s.%(function)s' % info
+    return inventory.pci_address(controlpath_id['cpid_info'])
 
 
 def attach_handle(address):

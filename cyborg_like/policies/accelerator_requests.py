@@ -12,8 +12,31 @@ rules = [
     base.operation('cyborg:arq:create', base.PROJECT_MEMBER_OR_SERVICE,
                    'Create accelerator requests from a device profile.',
                    'POST', _PATH),
-    base.operation('cyborg:arq:update', base.PROJECT_MEMBER_OR_SERVICE,
-                   'Bind or unbind accelerator requests.', 'PATCH', _PATH),
-    base.operation('cyborg:arq:delete', base.PROJECT_MEMBER_OR_SERVICE,
-                   'Delete accelerator requests.', 'DELETE', _PATH),
+    base.operation(
+        'cyborg:arq:update', base.SERVICE_OR_ADMIN,
+        'Bind or unbind accelerator requests. Default: Nova (service) or '
+        'cloud admin. Cyborg (2026.1) lets project members bind too '
+        '(project_member_or_service); here a member could otherwise bind '
+        "a request to a host and device of their choosing, or unbind one "
+        'a running instance holds, freeing its device while the VM still '
+        'uses it.', 'PATCH', _PATH),
+    base.operation(
+        'cyborg:arq:bind_project_id', base.ADMIN,
+        'Name the owning project in a bind (project_id, microversion '
+        '2.1 and later). Cyborg checks only the microversion; the '
+        'default here is cloud admin, as a project must not hand its '
+        'requests (and their quota usage) to another.', 'PATCH', _PATH),
+    base.operation(
+        'cyborg:arq:delete', base.PROJECT_MEMBER_OR_SERVICE,
+        'Delete accelerator requests that hold no device (Initial, '
+        'Unbound, BindFailed); deleting one that is Bound or BindStarted '
+        'also needs cyborg:arq:delete_bound.', 'DELETE', _PATH),
+    base.operation(
+        'cyborg:arq:delete_bound', base.SERVICE_OR_ADMIN,
+        'Delete accelerator requests that are Bound or BindStarted: a '
+        'device an instance holds or is being given. Default: Nova '
+        '(service) or cloud admin; Cyborg has no such rule '
+        '(cyborg:arq:delete alone decides). A delete naming any such '
+        'request the caller may not delete deletes nothing (403).',
+        'DELETE', _PATH),
 ]

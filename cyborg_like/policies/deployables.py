@@ -3,10 +3,12 @@ from cyborg_like.policies import base
 _PATH = '/v2/deployables'
 
 rules = [
-    base.operation('cyborg:deployable:get_all', base.PROJECT_MANAGER_OR_ADMIN,
-                   'List deployables.', 'GET', _PATH),
-    base.operation('cyborg:deployable:get_one', base.PROJECT_MANAGER_OR_ADMIN,
-                   'Show a deployable.', 'GET', _PATH + '/{uuid}'),
+    base.operation('cyborg:deployable:get_all', base.ADMIN,
+                   'List deployables.' + base.CLOUD_INVENTORY, 'GET',
+                   _PATH),
+    base.operation('cyborg:deployable:get_one', base.ADMIN,
+                   'Show a deployable.' + base.CLOUD_INVENTORY, 'GET',
+                   _PATH + '/{uuid}'),
     base.operation('cyborg:deployable:program', base.ADMIN,
                    'Program a deployable with a bitstream.', 'PATCH',
                    _PATH + '/{uuid}/program'),

@@ -7,15 +7,12 @@ served, and is stopped with SIGTERM at the end of the module.
 """
 
 import os
-import shutil
-import signal
-import socket
-import subprocess
-import sys
 import time
 
 import requests
 import yaml
+
+from harness import cloud
 
 HOST = 'clients-compute-1'
 FPGA_PCI = '0000:5e:00.0'
@@ -60,70 +57,35 @@ STOP_TIMEOUT = 30
 LOG_TAIL = 60
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(('127.0.0.1', 0))
-        return s.getsockname()[1]
-
-
-def _command():
-    script = os.path.join(os.path.dirname(sys.executable),
-                          'cyborg-like-all-in-one')
-    if os.path.exists(script):
-        return [script]
-    found = shutil.which('cyborg-like-all-in-one')
-    if found:
-        return [found]
-    return [sys.executable, '-c',
-            'import sys; from cyborg_like.cmd.all_in_one import main; '
-            'sys.exit(main())']
-
-
 class Service:
     """One running cyborg-like-all-in-one and what the tests need of it."""
 
     def __init__(self, workdir):
         self.workdir = workdir
-        self.port = _free_port()
-        self.url = 'http://127.0.0.1:%d' % self.port
         self.host = HOST
-        self.log_path = os.path.join(workdir, 'all-in-one.log')
         self.bitstream_dir = os.path.join(workdir, 'bitstreams')
-        self.proc = None
-        self._log = None
+        inventory = os.path.join(workdir, 'inventory.yaml')
+        self._write_files(inventory)
+        # Its own defaults: SQLite in state_path, in-process messaging, no
+        # authentication.
+        self.cloud = cloud.Cloud(
+            workdir, layout=cloud.ALL_IN_ONE, host=HOST, auth_strategy=None,
+            config={'fake_driver': {'inventory_file': inventory},
+                    'agent': {'bitstream_dir': self.bitstream_dir}})
+        self.url = self.cloud.api_url
+        self.process = self.cloud.services['all-in-one']
+        self.log_path = self.process.log_path
 
-    def write_files(self):
+    def _write_files(self, inventory):
         os.makedirs(self.bitstream_dir)
         for name, content in BITSTREAMS.items():
             with open(os.path.join(self.bitstream_dir, name), 'w') as f:
                 f.write(content)
-        inventory = os.path.join(self.workdir, 'inventory.yaml')
         with open(inventory, 'w') as f:
             yaml.safe_dump(INVENTORY, f)
-        self.config_file = os.path.join(self.workdir, 'cyborg_like.conf')
-        with open(self.config_file, 'w') as f:
-            f.write('[DEFAULT]\n'
-                    'host = %s\n'
-                    'state_path = %s\n'
-                    '[api]\n'
-                    'host_ip = 127.0.0.1\n'
-                    'port = %d\n'
-                    '[fake_driver]\n'
-                    'inventory_file = %s\n'
-                    '[agent]\n'
-                    'bitstream_dir = %s\n'
-                    % (self.host, os.path.join(self.workdir, 'state'),
-                       self.port, inventory, self.bitstream_dir))
 
     def start(self):
-        self.write_files()
-        env = {k: v for k, v in os.environ.items()
-               if not k.startswith('OS_')}
-        self._log = open(self.log_path, 'wb')
-        self.proc = subprocess.Popen(
-            _command() + ['--config-file', self.config_file],
-            stdout=self._log, stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL, env=env, cwd=self.workdir)
+        self.process.start(START_TIMEOUT)
         self._wait_for_devices()
         self._wait_until_binding_works()
         return self
@@ -132,10 +94,10 @@ class Service:
         wanted = len(INVENTORY['devices'])
         deadline = time.monotonic() + START_TIMEOUT
         while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
+            if not self.process.running:
                 raise RuntimeError(
-                    'cyborg-like-all-in-one exited with %s while starting:\n'
-                    '%s' % (self.proc.returncode, self.log_tail()))
+                    'cyborg-like-all-in-one exited while starting:\n%s'
+                    % self.log_tail())
             try:
                 devices = requests.get(self.url + '/v2/devices',
                                        timeout=5).json()['devices']
@@ -189,28 +151,12 @@ class Service:
                                           self.log_tail()))
 
     def stop(self):
-        """SIGTERM; the exit code (the process is killed if it hangs)."""
-        if self.proc is None:
-            return None
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(STOP_TIMEOUT)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-                raise RuntimeError(
-                    'cyborg-like-all-in-one ignored SIGTERM for %ds:\n%s'
-                    % (STOP_TIMEOUT, self.log_tail()))
-        self._log.close()
-        return self.proc.returncode
+        """SIGTERM; the exit code (None: it ignored SIGTERM for
+        STOP_TIMEOUT seconds and was killed)."""
+        return self.process.stop(STOP_TIMEOUT)
 
     def log_tail(self, lines=LOG_TAIL):
-        try:
-            with open(self.log_path, errors='replace') as f:
-                return ''.join(f.readlines()[-lines:])
-        except OSError:
-            return '(no log)'
+        return self.process.tail(lines) or '(no log)'
 
     # What the tests look up over plain HTTP, as Nova gets it from
     # Placement: the resource provider of a deployable.

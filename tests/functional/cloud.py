@@ -5,9 +5,17 @@ conductor and a real agent (fake driver) on their RPC servers, and the real
 WSGI app. Nothing of ours is mocked: only the hardware is a YAML file.
 """
 
+import json
 import os
+import shutil
+import socketserver
 import tempfile
+import threading
 import time
+from wsgiref import simple_server
+
+import webob
+import yaml
 
 from cyborg_like.agent import service as agent_service
 from cyborg_like.api import app
@@ -21,17 +29,47 @@ from cyborg_like.db import migration
 
 HOST = 'compute-1.example.org'
 INVENTORY = os.path.join(os.path.dirname(__file__), 'inventory.yaml')
+CATALOG_INVENTORY = os.path.join(os.path.dirname(__file__),
+                                 'inventory-catalog.yaml')
 # Bitstreams the agent can program; the fake driver fails on "FAIL".
 BITSTREAMS = {
     'bs-crypto-1': 'GBS fake crypto accelerator\n',
     'bs-broken': 'FAIL PR interface id mismatch: region expects 9346116d\n',
 }
 
+def inventory_copy(directory):
+    """A copy of the fake inventory in ``directory`` (a pathlib.Path) that
+    a test may change with ``rewrite_inventory``."""
+    path = directory / 'inventory.yaml'
+    shutil.copy(INVENTORY, path)
+    return path
+
+
+def rewrite_inventory(path, change):
+    """``change(devices)`` edits the inventory's device list in place."""
+    document = yaml.safe_load(path.read_text())
+    change(document['devices'])
+    path.write_text(yaml.safe_dump(document))
+class _QuietHandler(simple_server.WSGIRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+class _ThreadingServer(socketserver.ThreadingMixIn,
+                       simple_server.WSGIServer):
+    daemon_threads = True
+
+
 class Cloud:
-    def __init__(self, inventory_file=INVENTORY, overrides=None):
-        """``overrides`` maps (group, option) to a value."""
+    def __init__(self, inventory_file=INVENTORY, overrides=None,
+                 http=False):
+        """``overrides`` maps (group, option) to a value; ``http``: also
+        serve the app on a port of 127.0.0.1 (agents fetch catalog images
+        from it)."""
         self.inventory_file = inventory_file
         self.overrides = overrides or {}
+        self.http = http
+        self._server = None
         self.services = []
         self._tmp = None
 
@@ -50,6 +88,9 @@ class Cloud:
         self._override('auth_strategy', 'noauth', group='api')
         self._override('conductor_timeout', 10, group='api')
         self._override('heartbeat_flush_interval', 0.1, group='conductor')
+        # A binding sent to a stopped agent fails in seconds, not in the
+        # production default of ten minutes (which a stop would wait for).
+        self._override('agent_timeout', 20, group='conductor')
         self._override('inventory_file', self.inventory_file,
                        group='fake_driver')
         bitstreams = os.path.join(self._tmp.name, 'bitstreams')
@@ -69,12 +110,27 @@ class Cloud:
         for service in self.services:
             service.start()
         self.app = app.setup_app(CONF, self.conductor_api)
+        if self.http:
+            self._serve()
         self.wait_for(lambda: self.list_devices())
         self.wait_for(lambda: [h for h in self.conductor_api.list_hosts(
             context.get_admin_context()) if h['state'] == 'up'])
         return self
 
+    def _serve(self):
+        self._server = simple_server.make_server(
+            '127.0.0.1', 0, self.app, server_class=_ThreadingServer,
+            handler_class=_QuietHandler)
+        threading.Thread(target=self._server.serve_forever,
+                         daemon=True).start()
+        self.url = 'http://127.0.0.1:%d' % self._server.server_port
+        self._override('download_endpoint', self.url, group='catalog')
+
     def stop(self):
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
         # As the all-in-one: the agent stops calling the conductor, the
         # conductor finishes its bindings (which need the agent), then the
         # agent stops.
@@ -88,6 +144,17 @@ class Cloud:
         for name, group in self._set:
             CONF.clear_override(name, group=group)
         self._tmp.cleanup()
+
+    def call(self, method, path, body=None, headers=None):
+        """One request to the app: (status, parsed body or None)."""
+        request = webob.Request.blank(path, method=method,
+                                      headers=headers or {})
+        if body is not None:
+            request.body = json.dumps(body).encode()
+            request.content_type = 'application/json'
+        response = request.get_response(self.app)
+        return response.status_int, (response.json if response.body
+                                     else None)
 
     def list_devices(self):
         return self.conductor_api.list_devices(

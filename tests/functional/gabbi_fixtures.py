@@ -28,3 +28,15 @@ def current_app():
     """Gabbi builds its transport before fixtures start: hand it a
     dispatcher to whichever app is running when a request is made."""
     return _dispatch
+
+
+class CatalogCloud(InProcessCloud):
+    """The cloud with regions offering PR interfaces (inventory-catalog.yaml)
+    and the API also on a port of 127.0.0.1, where the agent fetches
+    catalog images."""
+
+    def start_fixture(self):
+        self.cloud = cloud_module.Cloud(
+            inventory_file=cloud_module.CATALOG_INVENTORY, http=True,
+            overrides={('catalog', 'max_image_size'): 64 * 1024}).start()
+        CURRENT['app'] = self.cloud.app

@@ -1,12 +1,16 @@
 """Binding rules that need more than HTTP to set up: disabled devices,
-hosts that stopped heartbeating, races for the last handle."""
+hosts that stopped heartbeating (races for the last handle: on real
+databases, tests/integration/test_arq_races.py)."""
 
-import concurrent.futures
 import datetime
+import json
 
+import pytest
 import sqlalchemy as sa
+import webob
 
 from cyborg_like.common import context
+from cyborg_like.common import exception
 from cyborg_like.common import states
 from cyborg_like.db import api as db_api
 from cyborg_like.db import models
@@ -58,11 +62,7 @@ def test_disabled_device_is_not_bound(cloud):
 
 
 def test_host_down_is_not_bound(cloud):
-    # The agent stops: no heartbeat nor report will bring the host back.
-    cloud.services.pop(1).stop()
-    with db_api.writer() as session:
-        session.execute(sa.update(models.Host).values(
-            last_heartbeat=datetime.datetime(2000, 1, 1)))
+    _stop_agent_and_age_host(cloud)
     [arq] = _arqs(cloud, 1)
     _bind(cloud, arq, _gpu_deployable(cloud, 'T4'),
           '10000000-0000-0000-0000-000000000002')
@@ -71,47 +71,121 @@ def test_host_down_is_not_bound(cloud):
     assert 'is down' in result['state_reason']
 
 
-def test_racing_binds_take_each_handle_once(cloud):
-    """Twelve ARQs race for the T4's single handle: one wins."""
-    arqs = _arqs(cloud, 12)
-    t4 = _gpu_deployable(cloud, 'T4')
-    with concurrent.futures.ThreadPoolExecutor(12) as pool:
-        list(pool.map(lambda n: _bind(cloud, arqs[n], t4,
-                                      '20000000-0000-0000-0000-%012d' % n),
-                      range(12)))
-    results = [_resolved(cloud, arq) for arq in arqs]
-    bound = [r for r in results if r['state'] == states.BOUND]
-    assert len(bound) == 1
-    assert all('No free attach handle' in r['state_reason']
-               for r in results if r['state'] == states.BIND_FAILED)
-    with db_api.reader() as session:
-        in_use = session.scalar(sa.select(sa.func.count()).where(
-            models.AttachHandle.in_use == sa.true()))
-    assert in_use == 1
+DEAD_CONDUCTOR = 'dead0000-0000-4000-8000-000000000000'
 
 
-def test_a_binding_whose_conductor_died_fails_and_frees_its_handle(cloud):
-    """A conductor stopped between taking a handle and finishing: another
-    conductor's periodic sweep fails the ARQ and gives the handle back."""
-    from cyborg_like.db import arqs
-    [arq] = _arqs(cloud, 1)
-    t4 = _gpu_deployable(cloud, 'T4')
-    arqs.start_bind({arq: {'hostname': cloud_module.HOST,
-                           'device_rp_uuid': t4['rp_uuid'],
-                           'instance_uuid':
-                               '60000000-0000-0000-0000-000000000001'}})
-    arqs.allocate(arq, host_down_after=60)     # the handle is taken...
-    manager = cloud.services[0].manager
-    manager._fail_interrupted_binds()          # ...but it is not old yet
-    assert cloud.conductor_api.get_arq(ADMIN, arq)['state'] == \
-        states.BIND_STARTED
+def _stop_agent_and_age_host(cloud):
+    """The agent stops: no heartbeat nor report will bring the host back
+    (a heartbeat still pending, even one the periodic flush has taken, is
+    written by the flush before the host is aged)."""
+    cloud.services.pop(1).stop()
+    cloud.services[0].heartbeats.flush()
+    with db_api.writer() as session:
+        session.execute(sa.update(models.Host).values(
+            last_heartbeat=datetime.datetime(2000, 1, 1)))
+
+
+def _age_arqs(cloud):
     with db_api.writer() as session:
         session.execute(sa.update(models.ExtARQ).values(
             updated_at=datetime.datetime(2000, 1, 1)))
-    manager._fail_interrupted_binds()
+
+
+@pytest.mark.parametrize('owner,fault,reason', [
+    ('dead', None, 'its conductor stopped'),
+    ('alive', _stop_agent_and_age_host, 'went down while binding'),
+    ('alive', _age_arqs, 'took more than'),
+])
+def test_an_interrupted_binding_fails_and_frees_its_handle(
+        cloud, owner, fault, reason):
+    """A binding nobody will finish -- its conductor stopped heartbeating,
+    its host went down, or it outlived twice the agent timeout -- is
+    failed by any conductor's sweep, and its handle given back."""
+    from cyborg_like.db import arqs
+    manager = cloud.services[0].manager
+    conductor = manager.conductor_uuid if owner == 'alive' \
+        else DEAD_CONDUCTOR
+    [arq] = _arqs(cloud, 1)
+    t4 = _gpu_deployable(cloud, 'T4')
+    attempts = arqs.start_bind({arq: {
+        'hostname': cloud_module.HOST, 'device_rp_uuid': t4['rp_uuid'],
+        'instance_uuid': '60000000-0000-0000-0000-000000000001'}},
+        conductor_uuid=conductor)
+    arqs.allocate(arq, attempts[arq], host_down_after=60)  # handle taken
+    if fault is not None:
+        manager._fail_interrupted_work()       # nothing wrong yet
+        assert cloud.conductor_api.get_arq(ADMIN, arq)['state'] == \
+            states.BIND_STARTED
+        fault(cloud)
+    manager._fail_interrupted_work()
     result = cloud.conductor_api.get_arq(ADMIN, arq)
     assert result['state'] == states.BIND_FAILED
-    assert 'interrupted' in result['state_reason']
+    assert reason in result['state_reason']
     with db_api.reader() as session:
         assert session.scalar(sa.select(sa.func.count()).where(
             models.AttachHandle.in_use == sa.true())) == 0
+    # The binding's own late steps change nothing now.
+    assert arqs.finish_bind(arq, attempts[arq]) is False
+
+
+def test_an_operation_whose_conductor_died_is_failed(cloud):
+    """Programming accepted by a conductor that then died: the sweep fails
+    the operation, and the region can be programmed again."""
+    from cyborg_like.db import deployables
+    region = next(d for d in cloud.conductor_api.list_deployables(
+        ADMIN, {}, 100, None, 'created_at', 'asc')
+        if d['name'] == 'region0')
+    _job, operation, _dep = deployables.start_program(
+        region['uuid'], 'bs-crypto-1', 'p1', DEAD_CONDUCTOR)
+    manager = cloud.services[0].manager
+    manager._fail_interrupted_work()
+    failed = cloud.conductor_api.get_operation(ADMIN, operation['uuid'])
+    assert failed['state'] == states.FAILED
+    assert 'interrupted' in failed['detail']
+    started = cloud.conductor_api.program_deployable(
+        ADMIN, region['uuid'], 'bs-crypto-1')
+    done = cloud.wait_for(lambda: cloud.conductor_api.get_operation(
+        ADMIN, started['operation']['uuid'])['state'] in (
+            states.SUCCEEDED, states.FAILED) and cloud.conductor_api
+        .get_operation(ADMIN, started['operation']['uuid']))
+    assert done['state'] == states.SUCCEEDED, done
+
+
+def test_binds_beyond_the_queue_bound_are_refused_and_write_nothing():
+    """One worker, room for two bindings: with the agent gone, the first
+    binding waits on it and the second waits for the worker; the third
+    is refused at once and its ARQ stays as it was."""
+    cloud = cloud_module.Cloud(overrides={
+        ('conductor', 'workers'): 1, ('conductor', 'max_queued_work'): 2,
+        ('conductor', 'agent_timeout'): 3}).start()
+    try:
+        cloud.services.pop(1).stop()            # prepare never answers
+        a, b, c = _arqs(cloud, 3)
+        t4 = _gpu_deployable(cloud, 'T4')
+        _bind(cloud, a, t4, '30000000-0000-0000-0000-000000000001')
+        _bind(cloud, b, t4, '30000000-0000-0000-0000-000000000002')
+        with pytest.raises(exception.Overloaded):
+            _bind(cloud, c, t4, '30000000-0000-0000-0000-000000000003')
+        # Through the API: 503, Retry-After, a code a client can test.
+        response = webob.Request.blank(
+            '/v2/accelerator_requests', method='PATCH',
+            content_type='application/json', body=json.dumps({c: [
+                {'op': 'add', 'path': '/hostname',
+                 'value': cloud_module.HOST},
+                {'op': 'add', 'path': '/device_rp_uuid',
+                 'value': t4['rp_uuid']},
+                {'op': 'add', 'path': '/instance_uuid',
+                 'value': '30000000-0000-0000-0000-000000000003'}]}).encode()
+        ).get_response(cloud.app)
+        assert response.status_int == 503, response.text
+        assert response.headers['Retry-After']
+        assert 'accel.overloaded' in response.text
+        assert cloud.conductor_api.get_arq(ADMIN, c)['state'] == \
+            states.INITIAL
+        # The slots come back as the bindings end (the agent timed out).
+        assert _resolved(cloud, a)['state'] == states.BIND_FAILED
+        assert _resolved(cloud, b)['state'] == states.BIND_FAILED
+        _bind(cloud, c, t4, '30000000-0000-0000-0000-000000000003')
+        assert _resolved(cloud, c)['state'] == states.BIND_FAILED
+    finally:
+        cloud.stop()

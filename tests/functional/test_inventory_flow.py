@@ -1,9 +1,7 @@
 """Agent -> conductor -> database, in one process over the fake transport."""
 
-import shutil
 
 import sqlalchemy as sa
-import yaml
 
 from cyborg_like.common import context
 from cyborg_like.db import api as db_api
@@ -11,24 +9,12 @@ from cyborg_like.db import models
 from tests.functional import cloud as cloud_module
 
 
-def _inventory_copy(tmp_path):
-    path = tmp_path / 'inventory.yaml'
-    shutil.copy(cloud_module.INVENTORY, path)
-    return path
-
-
-def _rewrite(path, change):
-    document = yaml.safe_load(path.read_text())
-    change(document['devices'])
-    path.write_text(yaml.safe_dump(document))
-
-
 def _by_model(devices):
     return {d['model']: d for d in devices}
 
 
 def test_changes_reach_the_database_and_keep_uuids(tmp_path):
-    path = _inventory_copy(tmp_path)
+    path = cloud_module.inventory_copy(tmp_path)
     cloud = cloud_module.Cloud(inventory_file=str(path)).start()
     try:
         before = _by_model(cloud.list_devices())
@@ -42,7 +28,7 @@ def test_changes_reach_the_database_and_keep_uuids(tmp_path):
                             'deployables': [{'name': 'gpu0',
                                              'pci_functions': [
                                                  '0000:3b:00.0']}]})
-        _rewrite(path, change)
+        cloud_module.rewrite_inventory(path, change)
         assert cloud.services[1].tracker.update_inventory()
 
         after = _by_model(cloud.list_devices())
@@ -66,10 +52,13 @@ def test_unchanged_inventory_is_not_sent_again(cloud):
 
 def test_heartbeat_records_the_host(cloud):
     cloud.services[1].tracker.heartbeat()
-    hosts = cloud.conductor_api.list_hosts(context.get_admin_context())
+    # Heartbeats are written in batches ([conductor] heartbeat_flush_interval).
+    hosts = cloud.wait_for(lambda: [
+        h for h in cloud.conductor_api.list_hosts(
+            context.get_admin_context()) if h['agent_version']])
     assert [h['hostname'] for h in hosts] == [cloud_module.HOST]
     assert hosts[0]['state'] == 'up'
-    assert hosts[0]['agent_version'] == '1.0'
+    assert hosts[0]['agent_version'] == '1.2'
     assert hosts[0]['last_heartbeat'] is not None
 
 
@@ -86,13 +75,13 @@ def test_conductor_asks_for_inventory_it_lost(cloud):
 
 
 def test_in_use_devices_are_kept_when_they_vanish(tmp_path):
-    path = _inventory_copy(tmp_path)
+    path = cloud_module.inventory_copy(tmp_path)
     cloud = cloud_module.Cloud(inventory_file=str(path)).start()
     try:
         with db_api.writer() as session:
             session.execute(sa.update(models.AttachHandle).values(
                 in_use=True))
-        _rewrite(path, lambda devices: devices.clear())
+        cloud_module.rewrite_inventory(path, lambda devices: devices.clear())
         assert cloud.services[1].tracker.update_inventory()
         assert len(cloud.list_devices()) == 3
     finally:

@@ -100,7 +100,7 @@ def test_nova_is_told_of_each_binding_that_ends(nova):
     cloud = cloud_module.Cloud(overrides={
         ('nova', 'auth_type'): 'none',
         ('nova', 'endpoint_override'): endpoint,
-        ('nova', 'event_retry_delay'): 0.05}).start()
+        ('nova', 'status_code_retry_delay'): 0.05}).start()
     try:
         api = cloud.conductor_api
         api.create_device_profile(ADMIN, 'fpga', [{'resources:FPGA': '1'}],

@@ -19,6 +19,7 @@ import re
 import uuid as uuidlib
 
 import jsonschema
+import jsonschema_rs
 import openapi_spec_validator
 import pecan.util
 from pecan import rest
@@ -35,7 +36,10 @@ from cyborg_like.api.controllers.v2 import devices as devices_controller
 from cyborg_like.api.controllers.v2 import operations as operations_controller
 from cyborg_like.api.schemas import accelerator_requests as arq_schema
 from cyborg_like.api.schemas import attributes as attribute_schema
+from cyborg_like.api.schemas import bitstreams as bitstream_schema
+from cyborg_like.api.schemas import devices as device_schema
 from cyborg_like.api.schemas import deployables as deployable_schema
+from cyborg_like.api.schemas import driver_operations as driver_op_schema
 from cyborg_like.api.schemas import device_profiles as profile_schema
 from cyborg_like.common import listing as fields
 from tests.functional import cloud as cloud_module
@@ -85,17 +89,22 @@ def _signature(handler):
     return names, required, spec.varkw is not None
 
 
-def _route(method, path, handler, n_path_args):
+def _route(method, path, handler, n_path_args, inherited=0):
+    """``inherited``: leading arguments a parent's path already holds."""
     names, _, kwargs = _signature(handler)
     path_args = names[:n_path_args]
     query = None if kwargs else set(names[n_path_args:])
-    for name in path_args:
+    for name in path_args[inherited:]:
         path += '/{%s}' % name
     return Route(method, path, handler, path_args, query)
 
 
-def _rest_routes(controller, prefix):
-    """Every route of a RestController, the way pecan.rest dispatches."""
+def _rest_routes(controller, prefix, inherited=0):
+    """Every route of a RestController, the way pecan.rest dispatches.
+
+    A RestController held by one with ``get_one`` is nested under its
+    items (pecan's _find_sub_controllers): /parent/{id}/child, the id
+    given to the child's handlers first (``inherited`` of them)."""
     routes, understood = [], set()
     cls = type(controller)
     for attr in ('_lookup', '_default'):
@@ -120,6 +129,7 @@ def _rest_routes(controller, prefix):
         if name == 'get' and (exposed('get_all') or exposed('get_one')):
             pytest.fail('%s has get and get_all/get_one: the route lister '
                         'does not know which serves what' % cls.__name__)
+        required -= inherited
         if name == 'get_all':
             assert required == 0, handler
             shapes = [0]
@@ -129,9 +139,10 @@ def _rest_routes(controller, prefix):
             # The first argument is the item's id, from the path; with a
             # default the collection takes the method as well.
             shapes = [min(required, 1)]
-            if names and required == 0:
+            if names[inherited:] and required == 0:
                 shapes.append(1)
-        routes += [_route(method, prefix, handler, n) for n in shapes]
+        routes += [_route(method, prefix, handler, n + inherited, inherited)
+                   for n in shapes]
 
     for action, methods in controller._custom_actions.items():
         for method in methods:
@@ -155,7 +166,15 @@ def _rest_routes(controller, prefix):
             continue
         value = getattr(controller, name)
         if isinstance(value, rest.RestController):
-            routes += _rest_routes(value, prefix.rstrip('/') + '/' + name)
+            item = exposed('get_one')
+            if item is not None:
+                [parent_id] = _signature(item)[0][inherited:]
+                routes += _rest_routes(
+                    value, '%s/{%s}/%s' % (prefix.rstrip('/'), parent_id,
+                                           name), inherited + 1)
+            else:
+                routes += _rest_routes(value,
+                                       prefix.rstrip('/') + '/' + name)
         elif pecan.util.iscontroller(value) and name not in understood \
                 and name not in ('_route',):
             pytest.fail('%s.%s is exposed but the route lister does not '
@@ -208,7 +227,8 @@ def test_the_route_lister_sees_the_whole_tree():
                 ('/v2/device_profiles/{}', 'delete')]:
         assert key in keys
     assert ('/v2/devices', 'post') not in keys
-    assert ('/v2/hosts/{}', 'get') not in keys
+    assert ('/v2/hosts/{}/driver_operations', 'post') in keys
+    assert ('/v2/operations/{}/cancel', 'post') in keys
 
 
 def test_a_new_route_fails_the_check(monkeypatch):
@@ -227,6 +247,64 @@ def test_a_new_route_fails_the_check(monkeypatch):
 
 def test_the_document_is_valid_openapi():
     openapi_spec_validator.validate(copy.deepcopy(DOC))
+
+
+def _patterns(node):
+    """Every regular expression of a schema tree: pattern values and
+    patternProperties keys."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == 'pattern' and isinstance(value, str):
+                yield value
+            if key == 'patternProperties':
+                yield from value
+            yield from _patterns(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _patterns(value)
+
+
+def test_every_pattern_of_the_document_is_ecma_262():
+    """What JSON schema means by a regex, as schemathesis and other
+    clients read it: \\Z (Python only) made schemathesis refuse the
+    document."""
+    ecma = jsonschema_rs.validator_for({'format': 'regex'},
+                                       validate_formats=True)
+    patterns = set(_patterns(DOC))
+    assert len(patterns) > 10
+    for pattern in patterns:
+        assert ecma.is_valid(pattern), pattern
+        assert pattern.startswith('^') and pattern.endswith('$'), pattern
+    assert not ecma.is_valid(r'^name\Z')
+
+
+SERVER_SCHEMAS = [profile_schema.CREATE, attribute_schema.CREATE,
+                  attribute_schema.FILTER_SCHEMAS, deployable_schema.PROGRAM,
+                  driver_op_schema.CREATE,
+                  arq_schema.CREATE, arq_schema.PATCH_MANY,
+                  arq_schema.PATCH_ONE, validation.list_query_schema(
+                      ('name',), ('uuid',)),
+                  devices_controller._HEALTH_QUERY]
+
+
+def test_every_pattern_the_api_validates_with_ends_in_backslash_z():
+    """Python's "$" would take a value with a trailing newline; the
+    document's "$" (ECMA-262) would not: \\Z keeps the two in agreement."""
+    for schema in SERVER_SCHEMAS:
+        for pattern in _patterns(schema):
+            assert pattern.startswith('^') and pattern.endswith('\\Z'), \
+                pattern
+            assert _ecma_pattern(pattern).endswith('$')
+
+
+def test_the_document_says_nul_is_refused_in_free_text():
+    text = _deref({'$ref': '#/components/schemas/Text'})
+    validator = jsonschema.Draft202012Validator(text)
+    assert validator.is_valid('a line\nand another')
+    assert not validator.is_valid('a\x00b')
+    server = jsonschema.Draft202012Validator(validation.text())
+    assert server.is_valid('a line\nand another')
+    assert not server.is_valid('a\x00b')
 
 
 def test_operation_ids_are_unique():
@@ -252,9 +330,33 @@ def _resolve(node, doc=DOC, is_map=False):
     return node
 
 
+# The one difference allowed between the API's schemas and the document:
+# the API's patterns end in \\Z (Python's "$" also matches before a final
+# newline, see cyborg_like/api/validation.py), the document's in "$", which
+# ECMA-262 engines (schemathesis, other clients) read as the end of the
+# string; \\Z is not ECMA-262. Both mean the same there.
+_PYTHON_END = re.compile(r'\\Z\Z')
+
+
+def _ecma_pattern(pattern):
+    return _PYTHON_END.sub('$', pattern)
+
+
+def _portable(node):
+    """A Python schema with its patterns as the document spells them."""
+    if isinstance(node, dict):
+        return {(_ecma_pattern(k) if isinstance(k, str) else k):
+                (_ecma_pattern(v) if k == 'pattern' else _portable(v))
+                for k, v in node.items()}
+    if isinstance(node, list):
+        return [_portable(v) for v in node]
+    return node
+
+
 def _plain(schema):
-    """A Python schema as JSON would carry it (tuples become lists)."""
-    return json.loads(json.dumps(schema))
+    """A Python schema as the document carries it: JSON (tuples become
+    lists), patterns ending in "$" rather than \\Z."""
+    return _portable(json.loads(json.dumps(schema)))
 
 
 def _operation(path, method):
@@ -265,19 +367,28 @@ REQUEST_BODIES = {
     ('/v2/device_profiles', 'post'): profile_schema.CREATE,
     ('/v2/attributes', 'post'): attribute_schema.CREATE,
     ('/v2/deployables/{uuid}/program', 'patch'): deployable_schema.PROGRAM,
+    ('/v2/hosts/{hostname}/driver_operations', 'post'):
+        driver_op_schema.CREATE,
     ('/v2/accelerator_requests', 'post'): arq_schema.CREATE,
     ('/v2/accelerator_requests', 'patch'): arq_schema.PATCH_MANY,
     # A list of ops; an object is taken as the bulk form (openstacksdk).
     ('/v2/accelerator_requests/{uuid}', 'patch'): {
         'oneOf': [arq_schema.PATCH_ONE, arq_schema.PATCH_MANY]},
+    ('/v2/bitstreams', 'post'): bitstream_schema.CREATE,
+    ('/v2/devices/{uuid}/firmware', 'post'): device_schema.FIRMWARE,
 }
+# Bodies that are not JSON: image data, streamed.
+RAW_BODIES = {('/v2/bitstreams/{uuid}/data', 'put')}
 
 
 def test_request_bodies_are_the_schemas_the_api_validates_with():
     with_body = {(path, method) for path, item in DOC['paths'].items()
                  for method, op in item.items()
                  if method in HTTP_METHODS and 'requestBody' in op}
-    assert with_body == set(REQUEST_BODIES)
+    assert with_body == set(REQUEST_BODIES) | RAW_BODIES
+    for path, method in RAW_BODIES:
+        content = _operation(path, method)['requestBody']['content']
+        assert list(content) == ['application/octet-stream']
     for (path, method), schema in REQUEST_BODIES.items():
         body = _operation(path, method)['requestBody']
         documented = body['content']['application/json']['schema']
@@ -290,14 +401,19 @@ LIST_QUERIES = {
     '/v2/deployables': (fields.DEPLOYABLE_FILTERS,
                         fields.DEPLOYABLE_SORT_KEYS, {}),
     '/v2/attributes': (attribute_schema.LIST_FILTERS,
-                       attribute_schema.SORT_KEYS, {}),
+                       attribute_schema.SORT_KEYS,
+                       attribute_schema.FILTER_SCHEMAS),
     '/v2/device_profiles': (profile_schema.LIST_FILTERS,
                             profile_schema.SORT_KEYS, {}),
     '/v2/operations': (operations_controller.FILTERS,
                        operations_controller.SORT_KEYS, {}),
-    # instance and bind_state are read before the list query is validated.
+    '/v2/bitstreams': (fields.BITSTREAM_FILTERS, fields.BITSTREAM_SORT_KEYS,
+                       bitstream_schema.LIST_FILTER_SCHEMAS),
+    # instance and bind_state are read before the list query is validated;
+    # instance is documented in its canonical form only (uuidutils also
+    # takes it without dashes, in braces, as a URN).
     '/v2/accelerator_requests': ((), arq_schema.SORT_KEYS,
-                                 {'instance': {'type': 'string'},
+                                 {'instance': arq_schema.CANONICAL_UUID,
                                   'bind_state': {'enum': ['resolved']}}),
 }
 OTHER_QUERIES = {
@@ -376,7 +492,9 @@ def cloud():
     cloud = cloud_module.Cloud(overrides={
         ('quota', 'default_limits'): {'FPGA': '10'},
         # A failing test must not wait long for programming to time out.
-        ('conductor', 'agent_timeout'): 20}).start()
+        ('conductor', 'agent_timeout'): 20},
+        # The agent fetches the firmware it flashes from the API.
+        http=True).start()
     try:
         yield cloud
     finally:
@@ -403,12 +521,15 @@ class Checker:
         return matches[0]
 
     def __call__(self, method, url, body=None, version=None,
-                 expect=None, accept='application/json'):
+                 expect=None, accept='application/json', raw=None):
         headers = {'Accept': accept}
         if version:
             headers['OpenStack-API-Version'] = 'accelerator %s' % version
         request = webob.Request.blank(url, method=method.upper(),
                                       headers=headers)
+        if raw is not None:
+            request.body = raw
+            request.content_type = 'application/octet-stream'
         if body is not None:
             request.body = json.dumps(body).encode()
             request.content_type = 'application/json'
@@ -421,7 +542,9 @@ class Checker:
         return response
 
     def check(self, path, method, response):
-        operation = DOC['paths'][path][method]
+        # A method the path does not declare gets the generic error answer.
+        operation = DOC['paths'][path].get(method) or {'responses': {
+            'default': {'$ref': '#/components/responses/Error'}}}
         status = str(response.status_int)
         where = '%s %s -> %s %s' % (method.upper(), path, status,
                                     response.body[:300])
@@ -431,18 +554,29 @@ class Checker:
             status, operation['responses'].get('default')))
         assert spec is not None, where
         self.seen.add((path, method, status))
-        for name in spec.get('headers', {}):
-            assert name in response.headers, '%s: no %s header' % (
-                where, name)
+        for name, header in spec.get('headers', {}).items():
+            # Ours are always sent unless declared ``required: false``.
+            if _deref(header).get('required', True):
+                assert name in response.headers, '%s: no %s header' % (
+                    where, name)
         content = spec.get('content')
+        if method == 'head':
+            assert response.body == b'', where
+            return
         if not content:
             assert response.body == b'', where
             assert 'Content-Type' not in response.headers, where
             return
         media = response.content_type
         assert media in content, '%s: content type %s' % (where, media)
-        if media != 'application/json':
+        if media == 'application/octet-stream':
+            assert response.body, where
             return
+        if media == 'application/yaml':
+            _validate(yaml.safe_load(response.body),
+                      content[media]['schema'], where)
+            return
+        assert media == 'application/json', where
         body = response.json
         _validate(body, content[media]['schema'], where)
         if response.status_int >= 400:
@@ -507,8 +641,27 @@ def test_answers_match_the_document(cloud):
     bound = call('get', '/v2/accelerator_requests/%s' % arqs[0]['uuid'],
                  expect=200).json
     assert bound['state'] == 'Bound' and bound['attach_handle_info']
+    # A driver operation on the FPGAs waits for that binding to go; it is
+    # cancelled meanwhile.
+    cloud.services[1].tracker.heartbeat()
+    cloud.wait_for(lambda: call('get', '/v2/hosts/%s' % cloud_module.HOST)
+                   .json['agent_version'] == '1.2')
+    waiting = call('post', '/v2/hosts/%s/driver_operations'
+                   % cloud_module.HOST, expect=202,
+                   body={'action': 'verify', 'family': 'opae',
+                         'wait_for_release': 60})
+    call('post', '/v2/operations/%s/cancel' % waiting.json['uuid'],
+         expect=202)
+    assert cloud.wait_for(lambda: call(
+        'get', waiting.headers['Location']).json['state'] == 'cancelled')
+    call('post', '/v2/operations/%s/cancel' % waiting.json['uuid'],
+         expect=409)
     call('post', '/v2/attributes', expect=201, body={
         'deployable_id': 1, 'key': 'openapi', 'value': 'CUSTOM_X'})
+    image = call('post', '/v2/bitstreams', expect=201,
+                 body={'name': 'openapi-image'}).json['uuid']
+    call('put', '/v2/bitstreams/%s/data' % image, raw=b'image data',
+         expect=200)
     started = call('patch', '/v2/deployables/%s/program' % region1['uuid'],
                    expect=202, body=[{'op': 'replace',
                                       'path': '/bitstream_id',
@@ -534,7 +687,8 @@ def test_answers_match_the_document(cloud):
             assert items, '%s lists nothing: fill it above' % path
             for sub, sub_item in DOC['paths'].items():
                 if 'get' in sub_item and sub.startswith(path + '/{'):
-                    url = re.sub(r'\{[^}]*\}', items[0]['uuid'], sub)
+                    key = items[0].get('uuid') or items[0]['hostname']
+                    url = re.sub(r'\{[^}]*\}', key, sub)
                     call('get', url, version=version, expect=200)
         call('get', '/v2/devices?limit=1', version=version, expect=200)
     devices = call('get', '/v2/devices', version=max_version).json
@@ -570,6 +724,22 @@ def test_answers_match_the_document(cloud):
          body={'name': 'openapi-two', 'groups': [{'resources:PGPU': '1'}]})
     call('delete', '/v2/device_profiles?value=openapi-two', expect=204)
     call('delete', '/v2/device_profiles/%s' % profile['uuid'], expect=204)
+    # Flash the FPGA (nothing holds it any more) with catalog firmware.
+    [fpga] = [d for d in devices['devices'] if d['type'] == 'FPGA']
+    firmware = call('post', '/v2/bitstreams', expect=201, body={
+        'name': 'openapi-firmware', 'kind': 'firmware',
+        'vendor': fpga['vendor']}).json['uuid']
+    call('put', '/v2/bitstreams/%s/data' % firmware,
+         raw=b'{"version": "2.0"}\n', expect=200)
+    flashing = call('post', '/v2/devices/%s/firmware' % fpga['uuid'],
+                    expect=202, body={'image_uuid': firmware})
+    assert cloud.wait_for(lambda: call(
+        'get', flashing.headers['Location'], expect=200)
+        .json['state'] == 'succeeded')
+    call('get', '/v2/bitstreams/%s/data' % image,
+         accept='application/octet-stream', expect=200)
+    call('put', '/v2/bitstreams/%s/data' % image, raw=b'again', expect=409)
+    call('delete', '/v2/bitstreams/%s' % image, expect=204)
 
     # Errors, in the one error format.
     call('get', '/v2/devices/%s' % UNKNOWN, expect=404)
@@ -633,3 +803,131 @@ def test_the_document_is_served(cloud):
     call('get', '/', expect=200)
     call('get', '/openapi.json',
          version='9.9', expect=200)
+
+
+# -- what the document declares is what the API takes -------------------------
+
+def _concrete(path):
+    """A path of the document with its parameters filled in."""
+    return re.sub(r'\{[^}]*\}', UNKNOWN, path)
+
+
+def test_allow_is_what_the_document_declares_on_every_path(cloud):
+    """Every method a path does not declare (OPTIONS and HEAD included) is
+    405 with exactly the declared methods in Allow; declared ones are not
+    405."""
+    call = Checker(cloud.app)
+    for path, item in DOC['paths'].items():
+        declared = {m.upper() for m in item if m in HTTP_METHODS}
+        for method in HTTP_METHODS:
+            response = call(method, _concrete(path))
+            if method.upper() in declared:
+                assert response.status_int != 405, (method, path)
+                continue
+            assert response.status_int == 405, (method, path,
+                                                response.status)
+            allow = {m.strip() for m in response.headers['Allow'].split(',')}
+            assert allow == declared, (method, path, allow)
+
+
+def test_a_parameterless_path_below_a_template_is_405_not_404(cloud):
+    # pecan alone answers 404 (GET) and Allow: GET (PUT) here.
+    call = Checker(cloud.app)
+    response = call('get', '/v2/devices/%s/disable' % UNKNOWN, expect=405)
+    assert response.headers['Allow'] == 'POST'
+    response = call('put', '/v2/deployables/%s/program' % UNKNOWN,
+                    expect=405)
+    assert response.headers['Allow'] == 'PATCH'
+
+
+def _declared_versions():
+    header = _deref({'$ref': '#/components/parameters/ApiVersion'})
+    return set(header['schema']['enum'])
+
+
+def test_the_version_header_declares_exactly_the_supported_range():
+    supported = set()
+    for major in range(0, 4):
+        for minor in range(0, 12):
+            version = microversion.Version(major, minor)
+            if microversion.MIN_VERSION <= version <= microversion.MAX_VERSION:
+                supported.add('accelerator %s' % version)
+    # Empty is served as absent, at the minimum.
+    assert _declared_versions() == supported | {'accelerator latest', ''}
+
+
+def test_every_version_the_header_declares_is_served(cloud):
+    call = Checker(cloud.app)
+    for value in _declared_versions():
+        response = webob.Request.blank(
+            '/v2/devices', headers={'OpenStack-API-Version': value}
+        ).get_response(cloud.app)
+        call.check('/v2/devices', 'get', response)
+        assert response.status_int == 200, (value, response.body)
+        version = value.split()[-1] if value else '2.0'
+        if version == 'latest':
+            version = str(microversion.MAX_VERSION)
+        assert response.headers['OpenStack-API-Version'] == \
+            'accelerator %s' % version
+
+
+def test_uuid_path_parameters_are_declared_as_uuids():
+    uuid_schema = _deref({'$ref': '#/components/parameters/Uuid'})['schema']
+    assert uuid_schema['format'] == 'uuid'
+    pattern = re.compile(uuid_schema['pattern'])
+    assert pattern.search(str(uuidlib.uuid4()))
+    assert not pattern.search('not-a-uuid')
+    for path, item in DOC['paths'].items():
+        for parameter in item.get('parameters', []):
+            parameter = _deref(parameter)
+            if parameter['in'] == 'path' and parameter['name'] == 'uuid':
+                assert parameter['schema'] == uuid_schema, path
+        if '{uuid}' in path:
+            assert {'$ref': '#/components/parameters/Uuid'} in \
+                item['parameters'], path
+
+
+def _documented_body_schema(path, method):
+    schema = _operation(path, method)['requestBody']['content'][
+        'application/json']['schema']
+    return dict(schema, components=DOC['components'])
+
+
+_BIND = [{'op': 'add', 'path': '/hostname', 'value': 'compute-1'},
+         {'op': 'add', 'path': '/device_rp_uuid', 'value': UNKNOWN},
+         {'op': 'add', 'path': '/instance_uuid', 'value': UNKNOWN}]
+# Bodies the API refuses (400) for reasons the document must state, so
+# that a client (or schemathesis) reading it does not send them.
+REFUSED_BODIES = [
+    ('/v2/accelerator_requests', 'patch', {UNKNOWN: _BIND + [
+        {'op': 'add', 'path': '/hostname'}]}),
+    ('/v2/accelerator_requests', 'patch', {UNKNOWN: _BIND[:2]}),
+    ('/v2/accelerator_requests', 'patch', {UNKNOWN: _BIND + [
+        {'op': 'remove', 'path': '/hostname'}]}),
+    ('/v2/accelerator_requests', 'patch', {
+        UNKNOWN: _BIND,
+        str(uuidlib.uuid4()): [{'op': 'remove', 'path': '/hostname'}]}),
+    ('/v2/accelerator_requests/{uuid}', 'patch', _BIND[1:]),
+    ('/v2/attributes', 'post', {'deployable_id': 1, 'key': 'k',
+                                'value': 'a\x00b'}),
+    ('/v2/attributes', 'post', {'deployable_id': 2 ** 63, 'key': 'k',
+                                'value': 'v'}),
+    ('/v2/device_profiles', 'post', {
+        'name': 'nul', 'groups': [{'accel:vendor': '\x00'}]}),
+    ('/v2/device_profiles', 'post', {
+        'name': 'unknown-trait',
+        'groups': [{'resources:FPGA': '1', 'trait:FPGA_INTEL': 'required'}]}),
+    ('/v2/deployables/{uuid}/program', 'patch', [
+        {'op': 'replace', 'path': '/bitstream_id',
+         'value': [{'image_uuid': 'bs-crypto-1', 'x': '\x00'}]}]),
+]
+
+
+@pytest.mark.parametrize('path, method, body', REFUSED_BODIES)
+def test_what_the_api_refuses_the_document_refuses(cloud, path, method,
+                                                   body):
+    validator = jsonschema.Draft202012Validator(
+        _documented_body_schema(path, method))
+    assert not validator.is_valid(body), (path, method, body)
+    response = Checker(cloud.app)(method, _concrete(path), body=body)
+    assert response.status_int == 400, (path, method, response.body)

@@ -21,5 +21,8 @@ def test_only_discovery_is_public_under_keystone():
         assert refused.status_int == 401
         assert 'identity' in refused.headers['WWW-Authenticate']
         assert status('/v2').status_int == 401
+        # Cyborg's unversioned aliases of /v2 paths are not public either.
+        assert status('/devices').status_int == 401
+        assert status('/accelerator_requests').status_int == 401
     finally:
         cloud.stop()

@@ -13,6 +13,7 @@ from cyborg_like.drivers import base
 from cyborg_like.drivers.fpga import bitstream
 from cyborg_like.drivers.fpga import intel
 from cyborg_like.drivers import pci
+from tests.hardware import fpga_cards
 
 PF = '0000:60:00.0'
 VF = '0000:60:00.1'
@@ -40,12 +41,6 @@ def driver(conf):
 @pytest.fixture
 def gbs(bitstreams):
     return bitstreams.gbs('nlb.gbs', INTERFACE_ID, NEW_AFU)
-
-
-def only_region(driver):
-    [device] = driver.discover()
-    [region] = device.deployables
-    return region
 
 
 def handles(deployable):
@@ -96,7 +91,7 @@ def test_discovers_the_n3000_with_its_pr_region(n3000, driver):
 
 def test_with_sriov_the_vf_is_the_handle(testbed, driver):
     testbed('intel_pac_n3000_sriov')
-    region = only_region(driver)
+    region = fpga_cards.only_region(driver)
 
     assert handles(region) == [VF]
     # The port is inside a VF bound to vfio-pci: nothing to read back, and
@@ -110,7 +105,7 @@ def test_the_older_pr_interface_id_file_is_understood(n3000, driver):
     os.makedirs(n3000.path(FME + '/pr'))
     n3000.write(FME + '/pr/interface_id', '0c97f4b0e1a24b8e8a8b9c8d7e6f5a4b\n')
 
-    assert only_region(driver).attributes['trait3'] == (
+    assert fpga_cards.only_region(driver).attributes['trait3'] == (
         'CUSTOM_FPGA_INTERFACE_0C97F4B0E1A24B8E8A8B9C8D7E6F5A4B')
 
 
@@ -136,7 +131,7 @@ def test_programs_through_fpgaconf_and_reads_the_afu_back(
 
     assert fake_tools.calls('fpgaconf') == [fpgaconf_argv(gbs)]
     assert n3000.read(PORT + '/afu_id') == NEW_AFU.replace('-', '') + '\n'
-    assert only_region(driver).bitstream_id == NEW_AFU
+    assert fpga_cards.only_region(driver).bitstream_id == NEW_AFU
 
 
 def test_with_sriov_the_programmed_id_is_recorded(
@@ -146,7 +141,7 @@ def test_with_sriov_the_programmed_id_is_recorded(
 
     # fpgaconf cannot open a port living in a VF: --force.
     assert fake_tools.calls() == [fpgaconf_argv(gbs, '--force')]
-    assert only_region(driver).bitstream_id == NEW_AFU
+    assert fpga_cards.only_region(driver).bitstream_id == NEW_AFU
 
 
 def test_a_sha256_mismatch_is_refused_before_the_tool_runs(
@@ -159,7 +154,7 @@ def test_a_sha256_mismatch_is_refused_before_the_tool_runs(
 
     assert 'sha256 mismatch for bitstream %s' % gbs in str(error.value)
     assert fake_tools.calls() == []
-    assert only_region(driver).bitstream_id == FACTORY_AFU
+    assert fpga_cards.only_region(driver).bitstream_id == FACTORY_AFU
 
 
 def test_an_unknown_checksum_is_refused_unless_allowed(
@@ -186,7 +181,7 @@ def test_the_caller_may_give_the_digest(n3000, driver, fake_tools,
 
     driver.program(CPID, 'region0', path, NEW_AFU,
                    sha256=bitstream.file_sha256(path).upper())
-    assert only_region(driver).bitstream_id == NEW_AFU
+    assert fpga_cards.only_region(driver).bitstream_id == NEW_AFU
 
 
 def test_a_tool_failure_carries_the_tools_message(n3000, driver, fake_tools,
@@ -199,7 +194,7 @@ def test_a_tool_failure_carries_the_tools_message(n3000, driver, fake_tools,
     assert 'Error writing bitstream to FPGA: reconfiguration error' in str(
         error.value)
     assert str(error.value).startswith('Driver intel_fpga failed: ')
-    assert only_region(driver).bitstream_id == FACTORY_AFU
+    assert fpga_cards.only_region(driver).bitstream_id == FACTORY_AFU
 
 
 def test_a_gbs_for_another_pr_interface_finds_no_slot(
@@ -284,14 +279,15 @@ def test_release_erases_the_region_when_configured(
     assert driver.prepare_attach_handle(CPID, handle) == handle[
         'attach_info']
     driver.release_attach_handle(CPID, handle)
-    assert only_region(driver).bitstream_id == NEW_AFU   # not configured
+    # Erasing is not configured.
+    assert fpga_cards.only_region(driver).bitstream_id == NEW_AFU
 
     conf.set_override('erase_on_release', True, group='intel_fpga')
     conf.set_override('erase_bitstream', blank, group='intel_fpga')
     intel.IntelFPGADriver(conf).release_attach_handle(CPID, handle)
 
     assert fake_tools.calls()[-1] == fpgaconf_argv(blank)
-    assert only_region(driver).bitstream_id == BLANK_AFU
+    assert fpga_cards.only_region(driver).bitstream_id == BLANK_AFU
 
 
 # -- health ------------------------------------------------------------------

@@ -338,6 +338,42 @@ def test_lost_gpu_is_kept_unhealthy_and_others_carry_on(
     assert 'NVIDIA GPU 1 does not answer NVML (GPU is lost)' in caplog.text
 
 
+def test_gpu_leaving_the_middle_of_the_list_shifts_nothing(
+        nvidia_driver, fake_nvml, caplog):
+    """NVML indexes shift when a GPU leaves the bus: the GPU that was
+    third is second now. When that one is lost too, it is the one kept,
+    under its own address, and the GPU that left is gone."""
+    third = dict(fake_nvml.gpu(A100_UUID),
+                 uuid='GPU-5c6d7e8f-9a0b-4c1d-8e2f-3a4b5c6d7e8f',
+                 bus_id='00000000:D8:00.0')
+    fake_nvml.gpus.append(third)
+    fake_nvml.write()
+    before = by_address(nvidia_driver.discover())
+    assert sorted(before) == [A100_ADDRESS, H100_ADDRESS, '0000:d8:00.0']
+
+    fake_nvml.gpus.remove(fake_nvml.gpu(A100_UUID))     # off the bus
+    third['lost'] = 1                                   # index 1 now
+    fake_nvml.write()
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        after = by_address(nvidia_driver.discover())
+        healths = health_by_address(nvidia_driver.health())
+
+    assert after == {address: before[address]
+                     for address in (H100_ADDRESS, '0000:d8:00.0')}
+    assert healths['0000:d8:00.0'].healthy is False
+    assert healths['0000:d8:00.0'].reasons == [
+        'NVML cannot reach the GPU: GPU is lost']
+    assert healths[H100_ADDRESS].healthy
+    assert A100_ADDRESS not in healths
+    assert 'NVIDIA GPU %s (%s) is gone from NVML' % (
+        A100_UUID, A100_ADDRESS) in caplog.text
+
+    # Back on the bus and answering: read afresh, nothing kept.
+    third['lost'] = 0
+    fake_nvml.write()
+    assert by_address(nvidia_driver.discover()) == after
+
+
 def test_lost_gpu_never_seen_is_left_out(nvidia_driver, fake_nvml, caplog):
     fake_nvml.gpu(H100_UUID)['lost'] = 1
     fake_nvml.write()

@@ -9,6 +9,7 @@ from cyborg_like.common import inventory
 from cyborg_like.drivers import base
 from cyborg_like.drivers.fpga import xilinx
 from cyborg_like.drivers import pci
+from tests.hardware import fpga_cards
 
 MGMT = '0000:3b:00.0'
 USER = '0000:3b:00.1'
@@ -36,12 +37,6 @@ def driver(conf):
 @pytest.fixture
 def xclbin(bitstreams):
     return bitstreams.xclbin('vadd.xclbin', INTERFACE_UUID, XCLBIN_UUID)
-
-
-def only_region(driver):
-    [device] = driver.discover()
-    [region] = device.deployables
-    return region
 
 
 def xbmgmt_argv(path):
@@ -103,7 +98,7 @@ def test_programs_through_xbmgmt_and_reads_the_uuid_back(
 
     assert fake_tools.calls('xbmgmt') == [xbmgmt_argv(xclbin)]
     assert u250.read(USER_SYS + '/xclbinuuid') == XCLBIN_UUID + '\n'
-    assert only_region(driver).bitstream_id == XCLBIN_UUID
+    assert fpga_cards.only_region(driver).bitstream_id == XCLBIN_UUID
 
 
 def test_a_passed_through_user_function_reports_the_recorded_id(
@@ -115,7 +110,7 @@ def test_a_passed_through_user_function_reports_the_recorded_id(
     driver.program(CPID, 'region0', xclbin, XCLBIN_UUID)
 
     assert fake_tools.calls() == [xbmgmt_argv(xclbin)]
-    assert only_region(driver).bitstream_id == XCLBIN_UUID
+    assert fpga_cards.only_region(driver).bitstream_id == XCLBIN_UUID
 
 
 def test_a_sha256_mismatch_is_refused_before_the_tool_runs(
@@ -149,7 +144,7 @@ def test_a_tool_failure_carries_the_tools_message(u250, driver, fake_tools,
 
     assert ('ERROR: Failed to download xclbin to device [0000:3b:00.0]: '
             'Connection timed out') in str(error.value)
-    assert only_region(driver).bitstream_id is None
+    assert fpga_cards.only_region(driver).bitstream_id is None
 
 
 def test_a_file_that_is_no_xclbin_is_rejected_by_the_tool(
@@ -200,7 +195,7 @@ def test_release_erases_the_user_partition_when_configured(
     driver.release_attach_handle(CPID, handle)
 
     assert fake_tools.calls()[-1] == xbmgmt_argv(blank)
-    assert only_region(driver).bitstream_id == BLANK_UUID
+    assert fpga_cards.only_region(driver).bitstream_id == BLANK_UUID
 
 
 def test_erase_on_release_needs_an_erase_bitstream(u250, conf, fake_tools):

@@ -12,6 +12,8 @@ from .infra import fresh_database
 from .infra import rabbitmq_vhost
 # The real Keystone of the session (tests/integration/keystone.py).
 from .keystone import keystone_cloud  # noqa: F401
+# A real Glance on that Keystone (tests/integration/glance.py).
+from .glance import glance_cloud  # noqa: F401
 
 
 @pytest.fixture(scope='module', params=BACKENDS)

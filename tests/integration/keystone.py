@@ -360,19 +360,16 @@ def keystone_cloud(tmp_path_factory):
 class KeystoneDeployment(infra.Deployment):
     """A :class:`infra.Deployment` whose API authenticates with Keystone.
 
-    Every service also reads ``keystone.conf`` of the workdir (last, so it
-    wins): auth_token against ``keystone`` plus ``extra_config``.
+    Every service also reads auth_token against ``keystone`` plus
+    ``extra_config`` (the harness's extra file, read after the shared one).
     """
 
     def __init__(self, backend, workdir, transport_url, db_url, keystone,
                  extra_config='', **kwargs):
-        super().__init__(backend, workdir, transport_url, db_url, **kwargs)
+        super().__init__(backend, workdir, transport_url, db_url,
+                         extra_config=keystone.authtoken_config() + '\n'
+                         + extra_config, **kwargs)
         self.keystone = keystone
-        path = os.path.join(workdir, 'keystone.conf')
-        with open(path, 'w') as f:
-            f.write(keystone.authtoken_config() + '\n' + extra_config)
-        for service in self.services.values():
-            service.argv = service.argv + ['--config-file', path]
 
     def request(self, method, path, token=None, version='latest',
                 **kwargs):

@@ -66,10 +66,7 @@ def two_conductors(request, tmp_path_factory):
 
 
 def _request(dep, method, path, body=None, expected=200):
-    resp = requests.request(method, dep.api_url + path, json=body,
-                            headers=JSON, timeout=60)
-    assert resp.status_code == expected, (method, path, resp.status_code,
-                                          resp.text)
+    resp = dep.call(method, path, body, expected)
     return resp.json() if resp.content else None
 
 
@@ -162,7 +159,8 @@ def _outcomes_in_logs(dep, offsets):
         found[name] = {
             'bound': set(re.findall(r'ARQ ([0-9a-f-]{36}) bound', text)),
             'failed': set(re.findall(
-                r'Binding ARQ ([0-9a-f-]{36}) failed: No free attach handle',
+                r'Binding ARQ ([0-9a-f-]{36}) to instance \S+ on host \S+ '
+                r'failed after [0-9.]+ s: No free attach handle',
                 text))}
     return found
 

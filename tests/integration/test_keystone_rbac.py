@@ -12,6 +12,7 @@ of the matrix makes one request with one persona's project-scoped token:
   member    p1-member    member (p1)
   reader    p1-reader    reader (p1)
   service   nova         service (service): Nova on its own behalf
+  (and in SERVICE_TOKEN_MATRIX: Nova for a user, with its service token)
   none      -            no X-Auth-Token at all
   bogus     -            a token Keystone never issued
 
@@ -35,17 +36,20 @@ pytestmark = pytest.mark.integration
 # headers). 401: auth_token refuses the request before the API sees it.
 MATRIX = """
 operation               admin manager member reader service none bogus
-devices:list              200   200    403    403    403    401  401
-devices:show              200   200    403    403    403    401  401
-devices:health            200   200    403    403    403    401  401
+devices:list              200   403    403    403    403    401  401
+devices:show              200   403    403    403    403    401  401
+devices:health            200   403    403    403    403    401  401
 devices:disable           200   403    403    403    403    401  401
 devices:enable            200   403    403    403    403    401  401
-deployables:list          200   200    403    403    403    401  401
-deployables:show          200   200    403    403    403    401  401
+deployables:list          200   403    403    403    403    401  401
+deployables:show          200   403    403    403    403    401  401
 deployables:program       202   403    403    403    403    401  401
 operations:list           200   403    403    403    403    401  401
 operations:show           200   403    403    403    403    401  401
 hosts:list                200   403    403    403    403    401  401
+hosts:show                200   403    403    403    403    401  401
+hosts:driver_operation    400   403    403    403    403    401  401
+operations:cancel         409   403    403    403    403    401  401
 device_profiles:create    201   403    403    403    403    401  401
 device_profiles:list      200   200    200    200    200    401  401
 device_profiles:show      200   200    200    200    200    401  401
@@ -53,11 +57,12 @@ device_profiles:delete    204   403    403    403    403    401  401
 arqs:create               201   201    201    403    201    401  401
 arqs:list                 200   200    200    200    200    401  401
 arqs:show                 200   200    200    200    200    401  401
-arqs:bind                 202   202    202    403    202    401  401
-arqs:unbind               202   202    202    403    202    401  401
+arqs:bind                 202   403    403    403    202    401  401
+arqs:unbind               202   403    403    403    202    401  401
 arqs:delete               204   204    204    403    204    401  401
-attributes:list           200   200    403    403    403    401  401
-attributes:show           200   200    403    403    403    401  401
+arqs:delete_bound         204   403    403    403    204    401  401
+attributes:list           200   403    403    403    403    401  401
+attributes:show           200   403    403    403    403    401  401
 attributes:create         201   403    403    403    403    401  401
 attributes:delete         204   403    403    403    403    401  401
 quotas:show               200   200    200    200    403    401  401
@@ -75,6 +80,40 @@ PERSONAS, EXPECTED = _parse(MATRIX)
 USERS = {'admin': 'admin', 'manager': 'p1-manager', 'member': 'p1-member',
          'reader': 'p1-reader', 'service': 'nova'}
 BOGUS_TOKEN = 'gAAAAABogus' + uuid.uuid4().hex
+
+# Nova calls Cyborg with the user's token and, as X-Service-Token, a token
+# of its own user (service role): auth_token validates both and passes the
+# service token's roles on as X-Service-Roles (oslo.context's
+# service_roles). Expected status of the operations only Nova may do, for
+# callers who carry p1-member's token:
+#   nova-for-member  p1-member's token + Nova's service token
+#   member-alone     p1-member's token only
+#   member-forged    p1-member's token + forged X-Service-Roles/X-Roles
+#                    headers (auth_token removes them)
+#   member-as-service p1-member's token as its own service token: no
+#                    service role, refused (service_token_roles_required)
+SERVICE_TOKEN_MATRIX = """
+operation         nova-for-member member-alone member-forged member-as-service
+arqs:bind                202          403          403           401
+arqs:unbind              202          403          403           401
+arqs:delete_bound        204          403          403           401
+arqs:list                200          200          200           401
+devices:list             403          403          403           401
+"""
+NOVA_CALLERS = {
+    'nova-for-member': lambda env: {
+        'X-Auth-Token': env.token('member'),
+        'X-Service-Token': env.token('service')},
+    'member-alone': lambda env: {'X-Auth-Token': env.token('member')},
+    'member-forged': lambda env: {
+        'X-Auth-Token': env.token('member'),
+        'X-Service-Roles': 'service', 'X-Roles': 'admin,service',
+        'X-Service-Identity-Status': 'Confirmed'},
+    'member-as-service': lambda env: {
+        'X-Auth-Token': env.token('member'),
+        'X-Service-Token': env.token('member')},
+}
+NOVA_PERSONAS, NOVA_EXPECTED = _parse(SERVICE_TOKEN_MATRIX)
 FPGA_PROFILE = 'rbac-fpga'
 
 
@@ -95,6 +134,11 @@ class Env:
         return self.keystone.token(USERS.get(who, who))
 
     def call(self, method, path, who, **kwargs):
+        if who in NOVA_CALLERS:
+            headers = NOVA_CALLERS[who](self)
+            headers.update(kwargs.pop('headers', {}))
+            return self.dep.request(method, path, None, headers=headers,
+                                    **kwargs)
         return self.dep.request(method, path, self.token(who), **kwargs)
 
     def ok(self, method, path, who='admin', status=200, **kwargs):
@@ -126,7 +170,7 @@ class Env:
 
     def bound_arq(self):
         arq = self.new_arq()
-        self.ok('PATCH', '/v2/accelerator_requests', 'p1-member',
+        self.ok('PATCH', '/v2/accelerator_requests', 'nova',
                 status=202, json=self.bind_patch(arq))
         found = self.wait_arq_state(arq, 'Bound', 'BindFailed')
         assert found['state'] == 'Bound', found
@@ -279,6 +323,16 @@ def _arqs_delete(env, who):
     return resp
 
 
+def _arqs_delete_bound(env, who):
+    arq = env.bound_arq()
+    resp = env.call('DELETE', '/v2/accelerator_requests?arqs=%s' % arq, who)
+    if resp.status_code != 204:
+        assert env.ok('GET', '/v2/accelerator_requests/%s' % arq)[
+            'state'] == 'Bound'
+        env.delete_arqs(arq)
+    return resp
+
+
 def _attributes_create(env, who):
     resp = env.call('POST', '/v2/attributes', who, json={
         'deployable_id': env.gpu_deployable_id, 'key': 'rbac_test',
@@ -315,6 +369,15 @@ OPERATIONS = {
     'operations:list': _get('/v2/operations'),
     'operations:show': _get('/v2/operations/{env.operation}'),
     'hosts:list': _get('/v2/hosts'),
+    'hosts:show': _get('/v2/hosts/{env.dep.host}'),
+    # Policy first: an admin's request without a family is then invalid
+    # (a valid one would change the host's drivers).
+    'hosts:driver_operation': lambda env, who: env.call(
+        'POST', '/v2/hosts/%s/driver_operations' % env.dep.host, who,
+        json={'action': 'verify'}),
+    # A programming operation: not a driver operation, not cancellable.
+    'operations:cancel': lambda env, who: env.call(
+        'POST', '/v2/operations/%s/cancel' % env.operation, who),
     'device_profiles:create': _profiles_create,
     'device_profiles:list': _get('/v2/device_profiles'),
     'device_profiles:show': _get('/v2/device_profiles/{env.profile}'),
@@ -325,6 +388,7 @@ OPERATIONS = {
     'arqs:bind': _arqs_bind,
     'arqs:unbind': _arqs_unbind,
     'arqs:delete': _arqs_delete,
+    'arqs:delete_bound': _arqs_delete_bound,
     'attributes:list': _get('/v2/attributes'),
     'attributes:show': _get('/v2/attributes/{env.attribute}'),
     'attributes:create': _attributes_create,
@@ -353,6 +417,33 @@ def test_policy(env, operation, who):
             'Keystone uri="%s"' % env.keystone.auth_url), resp.headers
 
 
+@pytest.mark.parametrize('who', NOVA_PERSONAS)
+@pytest.mark.parametrize('operation', list(NOVA_EXPECTED))
+def test_nova_with_a_service_token(env, operation, who):
+    """Only Nova binds, unbinds and deletes bound requests: with its own
+    token (the matrix above) or a user's plus its service token; never a
+    member who merely claims the service role in headers."""
+    resp = OPERATIONS[operation](env, who)
+    expected = NOVA_EXPECTED[operation][who]
+    assert resp.status_code == expected, (
+        '%s as %s: expected %d, got %d %s' % (
+            operation, who, expected, resp.status_code, resp.text))
+    if expected == 403:
+        assert 'Policy' in resp.text, resp.text
+
+
+def test_nova_for_a_member_sees_every_project(env):
+    p2_arq = env.new_arq('p2-member')
+    try:
+        seen = {a['uuid'] for a in env.ok(
+            'GET', '/v2/accelerator_requests', 'nova-for-member')['arqs']}
+        assert p2_arq in seen
+        assert p2_arq not in {a['uuid'] for a in env.ok(
+            'GET', '/v2/accelerator_requests', 'member-forged')['arqs']}
+    finally:
+        env.delete_arqs(p2_arq)
+
+
 # --- One project's accelerator requests are not another's.
 
 def test_p2_member_cannot_see_or_touch_p1_arqs(env):
@@ -364,8 +455,9 @@ def test_p2_member_cannot_see_or_touch_p1_arqs(env):
         path = '/v2/accelerator_requests'
         assert env.call('GET', '%s/%s' % (path, arq),
                         'p2-member').status_code == 404
+        # Only Nova unbinds, whatever the project.
         assert env.call('PATCH', path, 'p2-member', json={arq: [
-            {'op': 'remove', 'path': '/hostname'}]}).status_code == 404
+            {'op': 'remove', 'path': '/hostname'}]}).status_code == 403
         assert env.call('DELETE', '%s?arqs=%s' % (path, arq),
                         'p2-member').status_code == 404
         # Nothing changed: still p1's, still bound.
@@ -376,7 +468,7 @@ def test_p2_member_cannot_see_or_touch_p1_arqs(env):
     unbound = env.new_arq()
     try:
         assert env.call('PATCH', path, 'p2-member',
-                        json=env.bind_patch(unbound)).status_code == 404
+                        json=env.bind_patch(unbound)).status_code == 403
         assert env.ok('GET', '%s/%s' % (path, unbound))['state'] == 'Initial'
     finally:
         env.delete_arqs(unbound)
@@ -417,8 +509,11 @@ def test_binding_by_nova_or_admin_keeps_the_owner(env, who):
         found = env.ok('GET', '/v2/accelerator_requests/%s' % arq,
                        'p1-member')
         assert found['project_id'] == env.p1, found
+        # Its owner cannot delete it while bound; Nova can.
         env.ok('DELETE', '/v2/accelerator_requests?arqs=%s' % arq,
-               'p1-member', status=204)
+               'p1-member', status=403)
+        env.ok('DELETE', '/v2/accelerator_requests?arqs=%s' % arq,
+               'nova', status=204)
         arq = None
     finally:
         env.delete_arqs(arq)

@@ -182,7 +182,7 @@ def test_heartbeat_is_recorded(deployment):
         lambda: (lambda row: row if row and row['last_heartbeat'] else None)(
             dep.host_row()),
         message='No heartbeat of %s in the hosts table' % dep.host)
-    assert first['agent_version'] == '1.0'
+    assert first['agent_version'] == '1.2'
     assert len(first['inventory_hash']) == 64
     # Naive UTC on both sides; the bound only catches a wrong time zone.
     assert abs((utcnow() - first['last_heartbeat']).total_seconds()) < 120
@@ -198,7 +198,7 @@ def test_heartbeat_is_recorded(deployment):
     hosts = {h['hostname']: h for h in _list_hosts_over_rpc(dep)}
     assert list(hosts) == [dep.host]
     assert hosts[dep.host]['state'] == 'up'
-    assert hosts[dep.host]['agent_version'] == '1.0'
+    assert hosts[dep.host]['agent_version'] == '1.2'
     assert hosts[dep.host]['inventory_hash'] == first['inventory_hash']
 
 

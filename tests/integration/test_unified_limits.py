@@ -234,3 +234,57 @@ def test_a_limit_changed_in_keystone_applies(clean):
     resp = clean.create('p2-member')
     assert resp.status_code == 403, resp.text
     assert 'limit 2, in use 3' in resp.text, resp.text
+
+
+@pytest.fixture
+def limits_through_a_proxy(keystone_cloud):
+    """The conductor's reader of limits, in this process, reaching Keystone
+    through a proxy the test can cut (oslo.limit reads the global CONF)."""
+    from oslo_limit import limit as limit_lib
+    from oslo_limit import opts as limit_opts
+
+    from cyborg_like.conductor import quotas
+    from cyborg_like.conf import CONF
+    from . import tcpproxy
+
+    proxy = tcpproxy.TcpProxy('127.0.0.1', keystone_cloud.port).start()
+    via_proxy = 'http://127.0.0.1:%d/v3' % proxy.port
+    overrides = [('driver', 'unified_limits', 'quota')] + [
+        (name, value, 'oslo_limit') for name, value in (
+            ('endpoint_id', keystone_cloud.endpoint_id),
+            ('auth_url', via_proxy), ('endpoint_override', via_proxy),
+            ('auth_type', 'password'), ('username', 'cyborg'),
+            ('password', keystone_cloud.password('cyborg')),
+            ('user_domain_name', 'Default'), ('system_scope', 'all'))]
+    limit_lib._SDK_CONNECTION = None
+    try:
+        # auth_type first: it decides which plugin options exist.
+        limit_opts.register_opts(CONF)
+        CONF.set_override('auth_type', 'password', group='oslo_limit')
+        limit_opts.register_opts(CONF)
+        for name, value, group in overrides:
+            CONF.set_override(name, value, group=group)
+        yield quotas.Limits(CONF), proxy
+    finally:
+        for name, _, group in overrides:
+            CONF.clear_override(name, group=group)
+        limit_lib._SDK_CONNECTION = None
+        proxy.stop()
+
+
+def test_keystone_unreachable_is_unavailable_not_a_server_error(
+        limits_through_a_proxy, keystone_cloud):
+    """Limits are read on every creation and bind: a dropped connection is
+    retried, and a Keystone that stays away is a 503 the caller may retry
+    (LimitsUnavailable), never a 500."""
+    from cyborg_like.common import exception
+
+    limits, proxy = limits_through_a_proxy
+    p1 = keystone_cloud.project_ids['p1']
+    assert limits.for_project(p1, ['FPGA']) == {'FPGA': ks.P1_FPGA_LIMIT}
+    proxy.cut('reset')
+    with pytest.raises(exception.LimitsUnavailable) as raised:
+        limits.for_project(p1, ['FPGA'])
+    assert 'Keystone' in str(raised.value)
+    proxy.restore()
+    assert limits.for_project(p1, ['FPGA']) == {'FPGA': ks.P1_FPGA_LIMIT}

@@ -41,6 +41,9 @@ class PlacementServer:
         self.port = _free_port()
         self.url = 'http://127.0.0.1:%d' % self.port
         self.process = None
+        # Every request Placement served, one line each (gunicorn's
+        # "%(r)s" is the request line, e.g. "GET /path?query HTTP/1.1").
+        self.access_log = os.path.join(workdir, 'access.log')
         with open(os.path.join(workdir, 'placement.conf'), 'w') as f:
             f.write('[api]\nauth_strategy = noauth2\n'
                     '[placement_database]\n'
@@ -53,6 +56,7 @@ class PlacementServer:
         self.process = subprocess.Popen(
             [sys.executable, '-m', 'gunicorn', '-w', '1',
              '--no-control-socket', '-b', '127.0.0.1:%d' % self.port,
+             '--access-logfile', self.access_log,
              'placement.wsgi.api:application'],
             env=env, stdout=log, stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL, start_new_session=True)
@@ -91,6 +95,12 @@ class PlacementServer:
             assert response.status_code == expect, (
                 method, path, response.status_code, response.text)
         return response
+
+    def served(self, method, path):
+        """How many times Placement answered ``method path``."""
+        line = '"%s %s HTTP/' % (method, path)
+        with open(self.access_log) as log:
+            return sum(line in entry for entry in log)
 
     def get(self, path):
         return self.request('GET', path, expect=200).json()

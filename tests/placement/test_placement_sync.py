@@ -6,11 +6,14 @@ provider as Nova would, and checks the result through Placement's own API.
 The periodic sync is set to an hour; tests run it with ``sync_now()``.
 """
 
-import shutil
+import os
+import threading
 
-import yaml
+import pytest
 
 from cyborg_like.common import context
+from cyborg_like.conductor.placement import runner
+from cyborg_like.conf import CONF
 from cyborg_like.db import placement_sync
 from cyborg_like.drivers import base
 from cyborg_like.drivers import fake
@@ -29,6 +32,18 @@ def _cloud(placement, inventory_file=cloud_module.INVENTORY):
         ('placement', 'token'): 'admin',
         ('placement', 'sync_interval'): 3600,
     })
+
+
+@pytest.fixture
+def cloud(placement):
+    """The compute node in Placement, the service started and synced."""
+    _compute_node(placement)
+    cloud = _cloud(placement).start()
+    try:
+        _sync(cloud)
+        yield cloud
+    finally:
+        cloud.stop()
 
 
 def _compute_node(placement, name=HOST):
@@ -74,18 +89,6 @@ def _candidates(placement, query):
     body = placement.get(query)
     return sorted(uuid for request in body['allocation_requests']
                   for uuid in request['allocations'])
-
-
-def _inventory_copy(tmp_path):
-    path = tmp_path / 'inventory.yaml'
-    shutil.copy(cloud_module.INVENTORY, path)
-    return path
-
-
-def _rewrite(path, change):
-    document = yaml.safe_load(path.read_text())
-    change(document['devices'])
-    path.write_text(yaml.safe_dump(document))
 
 
 def test_tree_inventories_and_traits_follow_the_inventory(placement):
@@ -154,7 +157,7 @@ def test_tree_inventories_and_traits_follow_the_inventory(placement):
 def test_vanished_devices_go_once_free_and_bitstreams_show(placement,
                                                            tmp_path):
     cn = _compute_node(placement)
-    path = _inventory_copy(tmp_path)
+    path = cloud_module.inventory_copy(tmp_path)
     cloud = _cloud(placement, path).start()
     try:
         _sync(cloud)
@@ -175,7 +178,7 @@ def test_vanished_devices_go_once_free_and_bitstreams_show(placement,
             devices[:] = [d for d in devices if d['model'] not in ('T4',
                                                                    'A100')]
             devices[0]['deployables'][1]['bitstream_id'] = 'bs-crypto-1'
-        _rewrite(path, change)
+        cloud_module.rewrite_inventory(path, change)
         assert cloud.services[1].tracker.update_inventory()
         assert _dirty() == [HOST]
 
@@ -197,30 +200,24 @@ def test_vanished_devices_go_once_free_and_bitstreams_show(placement,
         cloud.stop()
 
 
-def test_disabled_devices_are_reserved(placement):
-    _compute_node(placement)
-    cloud = _cloud(placement).start()
-    try:
-        _sync(cloud)
-        deps = _deployables(cloud)
-        fpga = deps[('PAC N3000', 'region0')]['device']['uuid']
-        regions = sorted(deps[('PAC N3000', r)]['rp_uuid']
-                         for r in ('region0', 'region1'))
-        assert _candidates(placement, FPGA_QUERY) == regions
+def test_disabled_devices_are_reserved(cloud, placement):
+    deps = _deployables(cloud)
+    fpga = deps[('PAC N3000', 'region0')]['device']['uuid']
+    regions = sorted(deps[('PAC N3000', r)]['rp_uuid']
+                     for r in ('region0', 'region1'))
+    assert _candidates(placement, FPGA_QUERY) == regions
 
-        cloud.conductor_api.set_device_status(ADMIN, fpga, 'maintaining')
-        assert _dirty() == [HOST]
-        _sync(cloud)
-        assert [_reserved(placement, rp) for rp in regions] == [1, 1]
-        assert _candidates(placement, FPGA_QUERY) == []
+    cloud.conductor_api.set_device_status(ADMIN, fpga, 'maintaining')
+    assert _dirty() == [HOST]
+    _sync(cloud)
+    assert [_reserved(placement, rp) for rp in regions] == [1, 1]
+    assert _candidates(placement, FPGA_QUERY) == []
 
-        cloud.conductor_api.set_device_status(ADMIN, fpga, 'enabled')
-        _sync(cloud)
-        assert [_reserved(placement, rp) for rp in regions] == [0, 0]
-        assert _candidates(placement, FPGA_QUERY) == regions
-        assert _dirty() == []
-    finally:
-        cloud.stop()
+    cloud.conductor_api.set_device_status(ADMIN, fpga, 'enabled')
+    _sync(cloud)
+    assert [_reserved(placement, rp) for rp in regions] == [0, 0]
+    assert _candidates(placement, FPGA_QUERY) == regions
+    assert _dirty() == []
 
 
 class SickA100Driver(fake.FakeDriver, base.HealthReporting):
@@ -234,7 +231,6 @@ class SickA100Driver(fake.FakeDriver, base.HealthReporting):
 
 
 def test_unhealthy_devices_are_reserved(placement, monkeypatch):
-    from cyborg_like.conf import CONF
     monkeypatch.setattr('cyborg_like.agent.resource_tracker.load_drivers',
                         lambda conf: {'fake': SickA100Driver(CONF)})
     _compute_node(placement)
@@ -252,64 +248,52 @@ def test_unhealthy_devices_are_reserved(placement, monkeypatch):
         cloud.stop()
 
 
-def test_placement_down_keeps_the_host_marked(placement):
-    _compute_node(placement)
-    cloud = _cloud(placement).start()
-    try:
-        _sync(cloud)
-        deps = _deployables(cloud)
-        t4 = deps[('T4', 'gpu0')]
-        placement.stop()
-        cloud.conductor_api.set_device_status(ADMIN, t4['device']['uuid'],
-                                              'maintaining')
-        assert _sync(cloud) is None          # a warning, no error
-        assert _dirty() == [HOST]
+def test_placement_down_keeps_the_host_marked(cloud, placement):
+    deps = _deployables(cloud)
+    t4 = deps[('T4', 'gpu0')]
+    placement.stop()
+    cloud.conductor_api.set_device_status(ADMIN, t4['device']['uuid'],
+                                          'maintaining')
+    assert _sync(cloud) is None          # a warning, no error
+    assert _dirty() == [HOST]
 
-        placement.start()
-        assert _sync(cloud) == {'synced': [HOST], 'pending': []}
-        assert _reserved(placement, t4['rp_uuid']) == 1
-        assert _dirty() == []
-    finally:
-        cloud.stop()
+    placement.start()
+    assert _sync(cloud) == {'synced': [HOST], 'pending': []}
+    assert _reserved(placement, t4['rp_uuid']) == 1
+    assert _dirty() == []
 
 
-def test_generation_conflicts_are_retried(placement):
-    _compute_node(placement)
-    cloud = _cloud(placement).start()
-    try:
-        _sync(cloud)
-        deps = _deployables(cloud)
-        t4 = deps[('T4', 'gpu0')]
-        client = cloud.services[0].placement._client
-        real_read = client.inventories
-        reads = []
+def test_generation_conflicts_are_retried(cloud, placement):
+    deps = _deployables(cloud)
+    t4 = deps[('T4', 'gpu0')]
+    client = cloud.services[0].placement._client
+    real_read = client.inventories
+    reads = []
 
-        def read_then_someone_writes(uuid):
-            generation, inventories = real_read(uuid)
-            if uuid == t4['rp_uuid']:
-                reads.append(generation)
-                if len(reads) == 1:
-                    # Another writer gets in between our read and write.
-                    placement.request(
-                        'PUT', '/resource_providers/%s/traits' % uuid, {
-                            'resource_provider_generation': generation,
-                            'traits': ['CUSTOM_CYBORG_LIKE_MANAGED',
-                                       'HW_GPU_API_DIRECT3D_V10_0']},
-                        expect=200)
-            return generation, inventories
-        client.inventories = read_then_someone_writes
+    def read_then_someone_writes(uuid):
+        generation, inventories = real_read(uuid)
+        if uuid == t4['rp_uuid']:
+            reads.append(generation)
+            if len(reads) == 1:
+                # Another writer gets in between our read and write.
+                placement.request(
+                    'PUT', '/resource_providers/%s/traits' % uuid, {
+                        'resource_provider_generation': generation,
+                        'traits': ['CUSTOM_CYBORG_LIKE_MANAGED',
+                                   'HW_GPU_API_DIRECT3D_V10_0']},
+                    expect=200)
+        return generation, inventories
+    client.inventories = read_then_someone_writes
 
-        cloud.conductor_api.set_device_status(ADMIN, t4['device']['uuid'],
-                                              'maintaining')
-        assert _sync(cloud) == {'synced': [HOST], 'pending': []}
-        assert reads == [reads[0], reads[0] + 1]
-        assert _reserved(placement, t4['rp_uuid']) == 1
-        # The traits are ours again: the stray one went.
-        assert 'HW_GPU_API_DIRECT3D_V10_0' not in _traits(placement,
-                                                      t4['rp_uuid'])
-        assert 'CUSTOM_GPU_NVIDIA_T4' in _traits(placement, t4['rp_uuid'])
-    finally:
-        cloud.stop()
+    cloud.conductor_api.set_device_status(ADMIN, t4['device']['uuid'],
+                                          'maintaining')
+    assert _sync(cloud) == {'synced': [HOST], 'pending': []}
+    assert reads == [reads[0], reads[0] + 1]
+    assert _reserved(placement, t4['rp_uuid']) == 1
+    # The traits are ours again: the stray one went.
+    assert 'HW_GPU_API_DIRECT3D_V10_0' not in _traits(placement,
+                                                  t4['rp_uuid'])
+    assert 'CUSTOM_GPU_NVIDIA_T4' in _traits(placement, t4['rp_uuid'])
 
 
 def test_compute_node_must_have_the_exact_hostname(placement):
@@ -344,7 +328,7 @@ def test_sync_is_off_without_auth(placement):
 def test_custom_names_are_created_and_bad_ones_left_out(placement,
                                                         tmp_path):
     _compute_node(placement)
-    path = _inventory_copy(tmp_path)
+    path = cloud_module.inventory_copy(tmp_path)
 
     def change(devices):
         t4 = devices[2]['deployables'][0]
@@ -353,7 +337,7 @@ def test_custom_names_are_created_and_bad_ones_left_out(placement,
                             'trait1': 'CUSTOM_lower_case',
                             'trait2': 'NO_SUCH_STANDARD_TRAIT'}
         t4['num_accelerators'] = 4
-    _rewrite(path, change)
+    cloud_module.rewrite_inventory(path, change)
     cloud = _cloud(placement, path).start()
     try:
         assert _sync(cloud) == {'synced': [HOST], 'pending': []}
@@ -376,4 +360,94 @@ def test_custom_names_are_created_and_bad_ones_left_out(placement,
         assert 'CUSTOM_TEAM_ML' not in _traits(placement, t4['rp_uuid'])
         assert _dirty() == []
     finally:
+        cloud.stop()
+
+
+def test_drained_devices_are_reserved(placement, tmp_path, monkeypatch):
+    """A failed driver operation drains the family's devices (FPGAs for
+    opae) until a verify succeeds: reserved in Placement meanwhile."""
+    monkeypatch.setenv('CYBORG_LIKE_TEST_DRIVERS', str(tmp_path))
+    _compute_node(placement)
+    cloud = _cloud(placement)
+    cloud.overrides[('agent', 'playbook_dir')] = os.path.join(
+        os.path.dirname(__file__), '..', 'playbooks')
+    cloud.start()
+    try:
+        _sync(cloud)
+        deps = _deployables(cloud)
+        regions = sorted(deps[('PAC N3000', r)]['rp_uuid']
+                         for r in ('region0', 'region1'))
+        gpus = [deps[(m, 'gpu0')]['rp_uuid'] for m in ('A100', 'T4')]
+        cloud.services[1].tracker.heartbeat()
+
+        def verify():
+            return cloud.conductor_api.start_driver_operation(
+                ADMIN, HOST, {'action': 'verify', 'family': 'opae',
+                              'parameters': {}})['operation']['uuid']
+
+        def ended(uuid):
+            return cloud.wait_for(lambda: (lambda o: o['state'] if o[
+                'state'] in ('succeeded', 'failed') else None)(
+                cloud.conductor_api.get_operation(ADMIN, uuid)), timeout=60)
+        cloud.wait_for(lambda: cloud.conductor_api.get_host(
+            ADMIN, HOST)['agent_version'] == '1.2')
+        assert ended(verify()) == 'failed'      # no opae installed
+        _sync(cloud)
+        assert [_reserved(placement, rp) for rp in regions] == [1, 1]
+        assert [_reserved(placement, rp) for rp in gpus] == [0, 0]
+        assert _candidates(placement, FPGA_QUERY) == []
+
+        (tmp_path / 'opae.version').write_text('2.1.0\n')
+        assert ended(verify()) == 'succeeded'
+        _sync(cloud)
+        assert [_reserved(placement, rp) for rp in regions] == [0, 0]
+        assert _candidates(placement, FPGA_QUERY) == regions
+    finally:
+        cloud.stop()
+
+
+def test_conductors_starting_together_sync_each_host_once(placement):
+    # The cloud's own conductor does not sync; two others start at once.
+    cloud = cloud_module.Cloud().start()
+    options = {'auth_type': 'admin_token', 'endpoint': placement.url,
+               'token': 'admin', 'sync_interval': 3600}
+    try:
+        _compute_node(placement)
+        others = ['compute-%d.example.org' % n for n in range(2, 7)]
+        for host in others:
+            cloud.conductor_api.report_inventory(ADMIN, host, [], 'empty')
+        for name, value in options.items():
+            CONF.set_override(name, value, group='placement')
+        everyone = sorted([HOST] + others)
+
+        def served():
+            return [placement.served('GET', '/resource_providers?name=%s'
+                                     % host) for host in everyone]
+        before = served()
+        conductors = [runner.PlacementSync(CONF) for _ in range(2)]
+        start = threading.Barrier(len(conductors))
+        results = []
+
+        def first_run(conductor):
+            start.wait()
+            results.append(conductor.sync_now())
+        threads = [threading.Thread(target=first_run, args=(c,))
+                   for c in conductors]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+
+        assert sorted(h for r in results for h in r['synced']) == everyone
+        assert [r['pending'] for r in results] == [[], []]
+        assert _dirty() == []
+        once = [n + 1 for n in before]
+        assert served() == once
+        # One starting later finds every host synced within the interval.
+        assert runner.PlacementSync(CONF).sync_now() == {
+            'synced': [], 'pending': []}
+        assert served() == once
+    finally:
+        for name in options:
+            CONF.clear_override(name, group='placement')
         cloud.stop()

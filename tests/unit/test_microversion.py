@@ -26,11 +26,24 @@ def test_unsupported_is_not_acceptable(header):
     assert raised.value.headers[mv.MAX_HEADER] == '2.3'
 
 
-@pytest.mark.parametrize('header', ['accelerator 2', 'accelerator two',
-                                    'accelerator 2.x', 'accelerator 2.1.1'])
+@pytest.mark.parametrize('header', [
+    'accelerator 2', 'accelerator two', 'accelerator 2.x',
+    'accelerator 2.1.1', 'accelerator 2.1 extra', 'accelerator',
+    'accelerator 2.1 2.2', 'compute 2.1, accelerator 2.2 x',
+])
 def test_malformed_is_a_bad_request(header):
     with pytest.raises(webob.exc.HTTPBadRequest):
         mv.requested({mv.HEADER: header})
+
+
+def test_a_bad_request_quotes_an_excerpt_only():
+    with pytest.raises(webob.exc.HTTPBadRequest) as raised:
+        mv.requested({mv.HEADER: 'accelerator 2.' + 'x' * 100000})
+    assert len(raised.value.detail) < 200
+
+
+def test_service_type_wins_over_a_bare_version():
+    assert str(mv.requested({mv.HEADER: '2.1, accelerator 2.2'})) == '2.2'
 
 
 def test_ordering():

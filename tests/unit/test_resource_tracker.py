@@ -1,6 +1,12 @@
 """The agent's tracker: drivers that fail, and reporting only changes."""
 
+import threading
+import time
+
+import oslo_messaging as messaging
+
 from cyborg_like.agent import resource_tracker
+from cyborg_like.common import exception
 from cyborg_like.conf import CONF
 from cyborg_like.drivers import base
 from cyborg_like.drivers import fake
@@ -135,3 +141,50 @@ def test_handles_in_use_are_restored_once_after_start():
     tracker.update_inventory()
     tracker.update_inventory(force=True)
     assert driver.prepared == ['h1']
+
+
+def test_first_report_is_retried_until_a_conductor_takes_it(caplog):
+    tracker, conductor = _tracker({'fake': fake.FakeDriver(CONF)})
+    accept = conductor.report_inventory
+    refusals = [messaging.MessagingTimeout('no conductor yet')] * 3
+
+    def not_yet(*args):
+        if refusals:
+            raise refusals.pop()
+        return accept(*args)
+    conductor.report_inventory = not_yet
+    started = time.monotonic()
+    assert tracker.report_first(threading.Event(), max_pause=0.2) is True
+    # Pauses 0.1, 0.2, 0.2 (capped): well under a discovery interval.
+    assert 0.5 <= time.monotonic() - started < 2
+    assert len(conductor.reports) == 1
+    warnings = [r for r in caplog.records if r.levelname == 'WARNING']
+    assert len(warnings) == 3
+    assert all(r.exc_info is None for r in warnings)    # no traceback
+    assert 'MessagingTimeout' in warnings[0].getMessage()
+
+
+def test_first_report_stops_when_the_agent_stops():
+    tracker, conductor = _tracker({'fake': fake.FakeDriver(CONF)})
+
+    def never(*args):
+        raise messaging.MessagingTimeout('no conductor')
+    conductor.report_inventory = never
+    stopping = threading.Event()
+    stopping.set()
+    assert tracker.report_first(stopping, max_pause=0.2) is False
+
+
+def test_a_refused_first_report_is_left_to_the_discovery_loop():
+    tracker, conductor = _tracker({'fake': fake.FakeDriver(CONF)})
+    calls = []
+
+    def refuse(*args):
+        calls.append(args)
+        raise exception.InvalidInventory(host='h1', reason='bad')
+    conductor.report_inventory = refuse
+    # Not retried quickly (the answer would not change), but the agent
+    # carries on: its loops start and retry at the discovery interval.
+    assert tracker.report_first(threading.Event(), max_pause=0.2) is True
+    assert len(calls) == 1
+    assert tracker._reported_hash is None

@@ -131,3 +131,141 @@ def test_no_conductor_means_a_timeout_not_a_hang(transport):
     api = conductor_rpcapi.ConductorAPI(timeout=0.5)
     with pytest.raises(messaging.MessagingTimeout):
         api.get_device(context.get_admin_context(), 'd1')
+
+
+class ARQRecorder:
+    """A conductor of RPC API 1.4: create_arqs has no max_accelerators."""
+
+    target = messaging.Target(version='1.4')
+
+    def __init__(self):
+        self.calls = []
+
+    def create_arqs(self, ctxt, profile_name, group_id):
+        self.calls.append((profile_name, group_id))
+        return []
+
+
+@pytest.mark.parametrize('cap, sent', [('1.4', False), (None, True)])
+def test_max_accelerators_is_sent_to_conductors_that_know_it(transport,
+                                                             cap, sent):
+    endpoint = ARQRecorder()
+    if sent:
+        def create_arqs(ctxt, profile_name, group_id, max_accelerators):
+            endpoint.calls.append((profile_name, group_id, max_accelerators))
+            return []
+        endpoint.create_arqs = create_arqs
+        endpoint.target = messaging.Target(version='1.5')
+    server = rpc.get_server(messaging.Target(
+        topic=conductor_rpcapi.TOPIC, server='c1'), [endpoint])
+    server.start()
+    if cap:
+        CONF.set_override('conductor', cap, group='upgrade_levels')
+    try:
+        api = conductor_rpcapi.ConductorAPI(timeout=5)
+        api.create_arqs(context.get_admin_context(), 'p', None, 8)
+    finally:
+        CONF.clear_override('conductor', group='upgrade_levels')
+        server.stop()
+        server.wait()
+    assert endpoint.calls == ([('p', None, 8)] if sent else [('p', None)])
+
+
+class Sleeper(Recorder):
+    """Answers get_device after ``delay`` seconds."""
+
+    def __init__(self, delay):
+        super().__init__()
+        self.delay = delay
+
+    def get_device(self, ctxt, uuid):
+        time.sleep(self.delay)
+        return super().get_device(ctxt, uuid)
+
+
+def _serve(endpoint, drop_late=False):
+    server = rpc.get_server(messaging.Target(
+        topic=conductor_rpcapi.TOPIC, server='c1'), [endpoint],
+        drop_late=drop_late)
+    server.start()
+    return server
+
+
+def _stop(server):
+    server.stop()
+    server.wait()
+
+
+def test_a_call_carries_its_deadline_and_leaves_the_callers_context(
+        recorder):
+    ctxt = context.RequestContext(request_id='req-dl')
+    before = time.time()
+    conductor_rpcapi.ConductorAPI(timeout=5).get_device(ctxt, 'd1')
+    received, _ = recorder.calls[0]
+    assert before + 5 <= received.deadline <= time.time() + 5
+    assert ctxt.deadline is None
+    # An earlier deadline of the caller's wins over the client's timeout.
+    ctxt.deadline = time.time() + 1
+    conductor_rpcapi.ConductorAPI(timeout=5).get_device(ctxt, 'd2')
+    assert recorder.calls[1][0].deadline == ctxt.deadline
+
+
+def test_a_call_whose_deadline_passed_is_dropped_by_a_conductor(transport):
+    endpoint = Recorder()
+    server = _serve(endpoint, drop_late=True)
+    try:
+        # Sent as a message published late would arrive: deadline gone.
+        late = context.RequestContext(request_id='req-late')
+        late.deadline = time.time() - 3
+        cctxt = rpc.get_client(messaging.Target(
+            topic=conductor_rpcapi.TOPIC, version='1.0')).prepare(timeout=5)
+        with pytest.raises(exception.RequestDeadlinePassed) as raised:
+            cctxt.call(late, 'get_device', uuid='d1')
+        assert 'req-late' in str(raised.value)
+        # The same call in time, and one without a deadline, are served.
+        conductor_rpcapi.ConductorAPI(timeout=5).get_device(
+            context.get_admin_context(), 'd2')
+        cctxt.call(context.get_admin_context(), 'get_device', uuid='d3')
+    finally:
+        _stop(server)
+    assert [uuid for _, uuid in endpoint.calls] == ['d2', 'd3']
+
+
+def test_the_wait_is_bounded_by_the_timeout(transport):
+    server = _serve(Sleeper(delay=3))
+    try:
+        started = time.monotonic()
+        with pytest.raises(messaging.MessagingTimeout):
+            conductor_rpcapi.ConductorAPI(timeout=0.5).get_device(
+                context.get_admin_context(), 'd1')
+        assert time.monotonic() - started < 1.0
+    finally:
+        _stop(server)
+
+
+def test_no_time_left_means_nothing_is_sent(recorder):
+    ctxt = context.RequestContext()
+    ctxt.deadline = time.time() - 1
+    with pytest.raises(messaging.MessagingTimeout):
+        conductor_rpcapi.ConductorAPI(timeout=5).get_device(ctxt, 'd1')
+    time.sleep(0.2)
+    assert recorder.calls == []
+
+
+def test_the_deadline_survives_serialisation():
+    ctxt = context.RequestContext(request_id='req-x')
+    ctxt.deadline = 1234.5
+    again = context.RequestContext.from_dict(ctxt.to_dict())
+    assert (again.deadline, again.request_id) == (1234.5, 'req-x')
+    assert context.RequestContext.from_dict(
+        context.RequestContext().to_dict()).deadline is None
+
+
+def test_a_negative_publish_retries_means_for_ever():
+    # oslo.messaging reads -1 as "no retry" when it opens a connection.
+    for value, expected in ((-1, None), (0, 0), (2, 2)):
+        CONF.set_override('rpc_publish_retries', value)
+        try:
+            assert rpc.publish_retries() == expected
+        finally:
+            CONF.clear_override('rpc_publish_retries')

@@ -1,8 +1,11 @@
 """cyborg-like-status upgrade check, as an operator runs it."""
 
+import datetime
 import os
 import subprocess
 import sys
+
+import sqlalchemy as sa
 
 BIN = os.path.dirname(sys.executable)
 
@@ -25,5 +28,31 @@ def test_upgrade_check_fails_until_the_schema_is_current(tmp_path):
                 'upgrade').returncode == 0
     after = _run('cyborg-like-status', '--config-file', str(conf),
                  'upgrade', 'check')
-    assert after.returncode == 0, after.stdout + after.stderr
+    # No conductor has run against this database yet: a warning (1).
+    assert after.returncode == 1, after.stdout + after.stderr
+    assert 'No conductor is heartbeating' in after.stdout
     assert after.stdout.count('Result: Success') == 3
+
+
+def test_upgrade_check_reports_conductors_that_stopped_heartbeating(
+        tmp_path):
+    conf = tmp_path / 'cyborg_like.conf'
+    url = 'sqlite:///%s' % (tmp_path / 'db.sqlite')
+    conf.write_text('[database]\nconnection = %s\n' % url)
+    assert _run('cyborg-like-dbsync', '--config-file', str(conf),
+                'upgrade').returncode == 0
+    engine = sa.create_engine(url)
+    insert = sa.text('INSERT INTO conductors (uuid, hostname, '
+                     'last_heartbeat, created_at) VALUES '
+                     "(:uuid, 'ctl-1', :seen, datetime('now'))")
+    with engine.begin() as conn:
+        conn.execute(insert, {'uuid': 'c-alive', 'seen': str(
+            datetime.datetime.utcnow().replace(microsecond=0))})
+        conn.execute(insert, {'uuid': 'c-dead',
+                              'seen': '2000-01-01 00:00:00'})
+    engine.dispose()
+    result = _run('cyborg-like-status', '--config-file', str(conf),
+                  'upgrade', 'check')
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert 'Conductors not heartbeating' in result.stdout
+    assert 'c-dead' in result.stdout and 'c-alive' not in result.stdout

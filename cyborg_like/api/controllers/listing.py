@@ -11,10 +11,10 @@ from cyborg_like.api import validation
 class ListQuery:
     """Validated filters, page size, marker and sort order of a list."""
 
-    def __init__(self, params, filters, sort_keys):
+    def __init__(self, params, filters, sort_keys, filter_schemas=None):
         params = dict(params)
-        validation.validate(
-            validation.list_query_schema(filters, sort_keys), params)
+        validation.validate(validation.list_query_schema(
+            filters, sort_keys, filter_schemas), params)
         self.filters = {k: v for k, v in params.items() if k in filters}
         max_limit = pecan.request.api_conf.max_limit
         self.limit = min(int(params.get('limit', max_limit)), max_limit)

@@ -1,6 +1,8 @@
 """JSON schemas of deployable requests."""
 
-_BITSTREAM_ID = {'type': 'string', 'pattern': '^[A-Za-z0-9][A-Za-z0-9._-]*$',
+# "\Z", not "$", which also matches before a trailing newline.
+_BITSTREAM_ID = {'type': 'string',
+                 'pattern': r'^[A-Za-z0-9][A-Za-z0-9._-]*\Z',
                  'maxLength': 36}
 
 # Cyborg's form: [{"op": "replace", "path": "/bitstream_id",
@@ -17,7 +19,8 @@ PROGRAM = {
                 {'type': 'array', 'minItems': 1, 'maxItems': 1,
                  'items': {'type': 'object',
                            'properties': {'image_uuid': _BITSTREAM_ID},
-                           'required': ['image_uuid']}}]},
+                           'required': ['image_uuid'],
+                           'additionalProperties': False}}]},
         },
         'required': ['op', 'path', 'value'],
         'additionalProperties': False,

@@ -10,8 +10,9 @@ bitstream must be built for) becomes the trait
 requested bitstream fits.
 
 Subclasses describe their hardware through a few hooks (``_cards``,
-``_regions``, ``_describe``, ``_program_argv``, ``_health``); this class
-turns that into inventory, programs, reports health and erases on release.
+``_regions``, ``_describe``, ``_program_argv``, ``_flash_argv``,
+``_health``); this class turns that into inventory, programs, flashes card
+firmware, reports health and erases on release.
 """
 
 import dataclasses
@@ -21,6 +22,7 @@ import threading
 import pyudev
 
 from cyborg_like.common import exception
+from cyborg_like.common import inventory
 from cyborg_like.drivers import base
 from cyborg_like.drivers.fpga import bitstream
 from cyborg_like.drivers.fpga import records
@@ -61,11 +63,14 @@ def _natural(name):
 
 
 class FPGADriver(base.AcceleratorDriver, base.Programmable,
-                 base.HealthReporting, base.AttachPreparing):
+                 base.HealthReporting, base.AttachPreparing, base.Flashable):
     #: Set by subclasses: their option group, tool and its path option.
     group = None
     tool_name = None
     tool_option = None
+    #: Set by subclasses: the tool that flashes card firmware, its option.
+    flash_tool_name = None
+    flash_tool_option = None
     #: Set by subclasses: ids of the functions that name a card.
     ids_option = 'device_ids'
 
@@ -147,6 +152,33 @@ class FPGADriver(base.AcceleratorDriver, base.Programmable,
                      self.options.program_timeout)
             self._confirm(address, deployable_name, bitstream_id)
 
+    # -- card firmware ----------------------------------------------------
+
+    def firmware_versions(self, controlpath_id):
+        """What the card reports of its firmware: the vendor board info
+        discovery shows (FIM bitstream id and PR interface ids; platform,
+        logic and interface uuids)."""
+        context = pyudev.Context()
+        card = self._card(context, pci.address_of(controlpath_id))
+        return self._describe(context, card)[1]
+
+    def flash_firmware(self, controlpath_id, image_path, sha256=None):
+        """Flash the card with its vendor's tool; see base.Flashable.
+        The image's sha256 is checked as a bitstream's is. The tool gets
+        no option that would skip the card's own checks (signatures,
+        board match): a refusal is reported, never worked around."""
+        address = pci.address_of(controlpath_id)
+        with self._program_lock:
+            card = self._card(pyudev.Context(), address)
+            bitstream.verify(self.name, image_path, sha256,
+                             self.options.require_bitstream_checksum)
+            path = tool.locate(self.name, self.flash_tool_name,
+                               self.options[self.flash_tool_option],
+                               '[%s] %s' % (self.group,
+                                            self.flash_tool_option))
+            tool.run(self.name, self._flash_argv(path, card, image_path),
+                     self.options.flash_timeout)
+
     def _card(self, context, address):
         card = pci.device_at(context, address)
         if card is None or pci.pci_ids(card) not in self.card_ids:
@@ -198,22 +230,22 @@ class FPGADriver(base.AcceleratorDriver, base.Programmable,
 
     def prepare_attach_handle(self, controlpath_id, attach_handle):
         # A PCI function needs nothing created before it is handed out.
-        return _handle_info(attach_handle)
+        return base.unpack_handle(attach_handle)[1]
 
     def release_attach_handle(self, controlpath_id, attach_handle):
         """Erase the handle's region when ``erase_on_release`` is set."""
         if not self.options.erase_on_release:
-            return
+            return False
         if not self.options.erase_bitstream:
             raise exception.DriverError(
                 driver=self.name,
                 reason='erase_on_release is set but [%s] erase_bitstream '
                        'is not' % self.group)
-        info = _handle_info(attach_handle)
-        handle = '%(domain)s:%(bus)s:%(device)s.%(function)s' % info
+        handle = inventory.pci_address(base.unpack_handle(attach_handle)[1])
         region = self._region_with_handle(controlpath_id, handle)
         self.program(controlpath_id, region.name,
                      self.options.erase_bitstream, None)
+        return True
 
     def _region_with_handle(self, controlpath_id, handle):
         context = pyudev.Context()
@@ -235,6 +267,10 @@ class FPGADriver(base.AcceleratorDriver, base.Programmable,
         """Return the card's regions (list of :class:`Region`)."""
         raise NotImplementedError
 
+    def _flash_argv(self, tool_path, card, image_path):
+        """The command line flashing ``image_path`` onto ``card``."""
+        raise NotImplementedError
+
     def _program_argv(self, tool_path, card, region, bitstream_path):
         """Return the vendor tool's command line programming ``region``."""
         raise NotImplementedError
@@ -242,9 +278,3 @@ class FPGADriver(base.AcceleratorDriver, base.Programmable,
     def _health(self, context, card):
         """Return (reasons the card is unhealthy, utilization dict)."""
         raise NotImplementedError
-
-
-def _handle_info(attach_handle):
-    if isinstance(attach_handle, dict):
-        return attach_handle['attach_info']
-    return attach_handle.attach_info

@@ -73,6 +73,8 @@ class IntelFPGADriver(driver.FPGADriver):
     group = 'intel_fpga'
     tool_name = 'fpgaconf'
     tool_option = 'fpgaconf_path'
+    flash_tool_name = 'fpgasupdate'
+    flash_tool_option = 'fpgasupdate_path'
 
     def _describe(self, context, card):
         product = pci.pci_ids(card)[1]
@@ -145,6 +147,12 @@ class IntelFPGADriver(driver.FPGADriver):
             # before handing it out.
             argv.append('--force')
         return argv + [bitstream_path]
+
+    def _flash_argv(self, tool_path, card, image_path):
+        # fpgasupdate <file> <bdf>; no --yes: the prompts it asks are
+        # for root-key and key-cancellation images, which must not be
+        # confirmed unattended (stdin is closed, so they fail).
+        return [tool_path, image_path, card.sys_name]
 
     def _health(self, context, card):
         if card.driver not in PCI_DRIVERS:

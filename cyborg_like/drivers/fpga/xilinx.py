@@ -51,6 +51,8 @@ class XilinxFPGADriver(driver.FPGADriver):
     group = 'xilinx_fpga'
     tool_name = 'xbmgmt'
     tool_option = 'xbmgmt_path'
+    flash_tool_name = 'xbmgmt'
+    flash_tool_option = 'xbmgmt_path'
     ids_option = 'mgmt_device_ids'
 
     def __init__(self, conf):
@@ -103,6 +105,13 @@ class XilinxFPGADriver(driver.FPGADriver):
         # --user <xclbin> (the user partition, through the mgmt PF).
         return [tool_path, 'program', '--device', card.sys_name,
                 '--user', bitstream_path]
+
+    def _flash_argv(self, tool_path, card, image_path):
+        # XRT's form for the card's base (flash) image: xbmgmt program
+        # --base --device <mgmt bdf> --image <file>; nothing that skips
+        # XRT's checks of the image against the card.
+        return [tool_path, 'program', '--base', '--device', card.sys_name,
+                '--image', image_path]
 
     def _health(self, context, card):
         reasons = []

@@ -32,10 +32,10 @@ from oslo_log import log as logging
 import pynvml
 
 from cyborg_like.common import exception
-from cyborg_like.common import inventory
 from cyborg_like.drivers import base
 from cyborg_like.drivers.nvidia_gpu import nvml
 from cyborg_like.drivers.nvidia_gpu import sysfs
+from cyborg_like.drivers import pci
 
 LOG = logging.getLogger(__name__)
 
@@ -50,8 +50,9 @@ class NvidiaGPUDriver(base.AcceleratorDriver, base.HealthReporting,
     def __init__(self, conf):
         super().__init__(conf)
         self.sysfs = sysfs.Sysfs(conf.nvidia_gpu.sysfs_root)
-        # NVML index -> the Device last read there. Keeps a GPU that stops
+        # GPU uuid -> the Device last read from it. Keeps a GPU that stops
         # answering in the inventory, and tells health() which one it is.
+        # Not keyed by NVML index: indexes shift when a GPU leaves the bus.
         self._last_seen = {}
         self._said_no_library = False
 
@@ -60,23 +61,45 @@ class NvidiaGPUDriver(base.AcceleratorDriver, base.HealthReporting,
     def discover(self):
         def work():
             versions = nvml.system_versions()
-            found = (self._discover_one(index, versions)
-                     for index in range(nvml.device_count()))
-            return [device for device in found if device is not None]
+            found, silent = {}, False
+            for index in range(nvml.device_count()):
+                try:
+                    gpu = nvml.read_gpu(index)
+                except pynvml.NVMLError as exc:
+                    LOG.error('NVIDIA GPU %d does not answer NVML (%s)',
+                              index, exc)
+                    silent = True
+                    continue
+                found[gpu.uuid] = self._device(gpu, versions)
+            kept = ([device for device, _ in self._lost(set(found))]
+                    if silent else [])
+            if silent and not kept:
+                LOG.error('No GPU seen before is lost: leaving it out')
+            self._last_seen = dict(found, **{_uuid_of(d): d for d in kept})
+            return list(found.values()) + kept
         return self._with_nvml(work)
 
-    def _discover_one(self, index, versions):
-        try:
-            gpu = nvml.read_gpu(index)
-        except pynvml.NVMLError as exc:
-            device = self._last_seen.get(index)
-            LOG.error('NVIDIA GPU %d does not answer NVML (%s); %s', index,
-                      exc, 'keeping it as last seen' if device
-                      else 'leaving it out')
-            return device
-        device = self._device(gpu, versions)
-        self._last_seen[index] = device
-        return device
+    def _lost(self, answered):
+        """``[(Device, error)]`` of the GPUs seen before that did not answer
+        now and that NVML says are lost (on the bus, unreachable): kept as
+        last seen. Those NVML no longer knows have left the bus and go."""
+        kept = []
+        for gpu_uuid, device in sorted(self._last_seen.items()):
+            if gpu_uuid in answered:
+                continue
+            try:
+                nvml.handle_by_uuid(gpu_uuid)
+            except pynvml.NVMLError_GpuIsLost as exc:
+                LOG.error('NVIDIA GPU %s (%s) is lost; keeping it as last '
+                          'seen', gpu_uuid, _address_of(device))
+                kept.append((device, exc))
+            except pynvml.NVMLError as exc:
+                LOG.warning('NVIDIA GPU %s (%s) is gone from NVML (%s)',
+                            gpu_uuid, _address_of(device), exc)
+            else:
+                # Answering again since it was read a moment ago.
+                kept.append((device, None))
+        return kept
 
     def _device(self, gpu, versions):
         vgpu_types = self.sysfs.vgpu_types(gpu.address)
@@ -86,7 +109,7 @@ class NvidiaGPUDriver(base.AcceleratorDriver, base.HealthReporting,
                        + [self._vgpu(gpu, each) for each in vgpu_types])
         return base.Device(
             type='GPU', vendor='0x%04x' % gpu.vendor_id, model=gpu.name,
-            controlpath_id=_controlpath(gpu.address),
+            controlpath_id=pci.controlpath_id(gpu.address),
             deployables=deployables,
             std_board_info=self._std_board_info(gpu),
             vendor_board_info=_vendor_board_info(gpu, versions))
@@ -108,8 +131,7 @@ class NvidiaGPUDriver(base.AcceleratorDriver, base.HealthReporting,
             name=gpu.uuid, driver_name=self.name,
             num_accelerators=0 if partitioned else 1,
             attributes={'rc': 'PGPU', **_gpu_traits(gpu)},
-            attach_handles=[base.AttachHandle(
-                'PCI', inventory.pci_address_info(gpu.address))])
+            attach_handles=[pci.attach_handle(gpu.address)])
 
     def _mig(self, gpu, mig):
         ids = (str(mig.gpu_instance_id), str(mig.compute_instance_id))
@@ -141,34 +163,32 @@ class NvidiaGPUDriver(base.AcceleratorDriver, base.HealthReporting,
 
     def health(self):
         def work():
-            found = (self._health_one(index)
-                     for index in range(nvml.device_count()))
-            return [health for health in found if health is not None]
+            found, answered, silent = [], set(), False
+            for index in range(nvml.device_count()):
+                try:
+                    gpu_uuid, health = self._health_one(index)
+                except pynvml.NVMLError as exc:
+                    LOG.error('NVIDIA GPU %d does not answer NVML (%s)',
+                              index, exc)
+                    silent = True
+                    continue
+                answered.add(gpu_uuid)
+                found.append(health)
+            if silent:
+                found += [_unreachable(device, error) for device, error
+                          in self._lost(answered) if error is not None]
+            return found
         return self._with_nvml(work)
 
     def _health_one(self, index):
-        try:
-            gpu_handle = nvml.handle(index)
-            controlpath = _controlpath(nvml.address(gpu_handle))
-            reading = nvml.read_health(gpu_handle)
-        except pynvml.NVMLError as exc:
-            return self._unreachable(index, exc)
+        gpu_handle = nvml.handle(index)
+        controlpath = pci.controlpath_id(nvml.address(gpu_handle))
+        gpu_uuid = nvml.uuid(gpu_handle)
+        reading = nvml.read_health(gpu_handle)
         reasons = self._verdict(reading)
-        return base.DeviceHealth(controlpath, healthy=not reasons,
-                                 reasons=reasons,
-                                 utilization=_utilization(reading))
-
-    def _unreachable(self, index, exc):
-        device = self._last_seen.get(index)
-        if device is None:
-            LOG.error('NVIDIA GPU %d does not answer NVML (%s) and was never '
-                      'discovered: no health to report', index, exc)
-            return None
-        LOG.error('NVIDIA GPU %d (%s) does not answer NVML: %s', index,
-                  device.std_board_info.get('pci_address'), exc)
-        return base.DeviceHealth(
-            device.controlpath_id, healthy=False,
-            reasons=['NVML cannot reach the GPU: %s' % exc])
+        return gpu_uuid, base.DeviceHealth(
+            controlpath, healthy=not reasons, reasons=reasons,
+            utilization=_utilization(reading))
 
     def _verdict(self, reading):
         threshold = self.conf.nvidia_gpu.temperature_threshold
@@ -192,13 +212,13 @@ class NvidiaGPUDriver(base.AcceleratorDriver, base.HealthReporting,
     # -- attach handles ----------------------------------------------------
 
     def prepare_attach_handle(self, controlpath_id, attach_handle):
-        attach_type, info = _unpack(attach_handle)
+        attach_type, info = base.unpack_handle(attach_handle)
         if attach_type != 'MDEV' or 'mig_uuid' in info:
             return info         # a PCI function or MIG device: exists already
         info.setdefault('uuid', str(uuid.uuid4()))
         try:
             if not self.sysfs.mdev_exists(info['uuid']):
-                self.sysfs.create_mdev(_address(controlpath_id),
+                self.sysfs.create_mdev(pci.address_of(controlpath_id),
                                        info.get('asked_type', ''),
                                        info['uuid'])
         except (OSError, ValueError) as exc:
@@ -208,7 +228,7 @@ class NvidiaGPUDriver(base.AcceleratorDriver, base.HealthReporting,
         return info
 
     def release_attach_handle(self, controlpath_id, attach_handle):
-        attach_type, info = _unpack(attach_handle)
+        attach_type, info = base.unpack_handle(attach_handle)
         if attach_type != 'MDEV' or 'mig_uuid' in info or 'uuid' not in info:
             return
         try:
@@ -243,21 +263,18 @@ class NvidiaGPUDriver(base.AcceleratorDriver, base.HealthReporting,
                 driver=self.name, reason='NVML: %s' % exc) from exc
 
 
-def _controlpath(address):
-    return {'cpid_type': 'PCI',
-            'cpid_info': inventory.pci_address_info(address)}
+def _unreachable(device, error):
+    return base.DeviceHealth(
+        device.controlpath_id, healthy=False,
+        reasons=['NVML cannot reach the GPU: %s' % error])
 
 
-def _address(controlpath_id):
-    info = controlpath_id['cpid_info']
-    return '%(domain)s:%(bus)s:%(device)s.%(function)s' % info
+def _uuid_of(device):
+    return device.vendor_board_info['uuid']
 
 
-def _unpack(attach_handle):
-    """(type, a copy of info) of a base.AttachHandle or its wire dict."""
-    if isinstance(attach_handle, base.AttachHandle):
-        return attach_handle.attach_type, dict(attach_handle.attach_info)
-    return attach_handle['attach_type'], dict(attach_handle['attach_info'])
+def _address_of(device):
+    return device.std_board_info.get('pci_address')
 
 
 def _vendor_board_info(gpu, versions):

@@ -97,6 +97,16 @@ def handle(index):
     return pynvml.nvmlDeviceGetHandleByIndex(index)
 
 
+def handle_by_uuid(gpu_uuid):
+    """Raises NVMLError_GpuIsLost for a GPU on the bus that does not
+    answer, NVMLError_NotFound for one no longer on it."""
+    return pynvml.nvmlDeviceGetHandleByUUID(gpu_uuid.encode())
+
+
+def uuid(gpu_handle):
+    return pynvml.nvmlDeviceGetUUID(gpu_handle)
+
+
 def address(gpu_handle):
     """The GPU's PCI address in the form sysfs and Cyborg use."""
     return _sysfs_address(pynvml.nvmlDeviceGetPciInfo(gpu_handle))

@@ -508,6 +508,29 @@ nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index,
     return NVML_SUCCESS;
 }
 
+/* NOT_FOUND for a GPU that is not on the bus (not in the data file);
+ * a lost one is found, and says so, as NVML documents. */
+nvmlReturn_t nvmlDeviceGetHandleByUUID(const char *uuid, nvmlDevice_t *device)
+{
+    unsigned int i;
+    nvmlReturn_t fault;
+    if (init_count == 0)
+        return NVML_ERROR_UNINITIALIZED;
+    if (!uuid || !device)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    for (i = 0; i < gpu_count; i++) {
+        if (strcmp(gpus[i].uuid, uuid))
+            continue;
+        if (gpus[i].lost)
+            return NVML_ERROR_GPU_IS_LOST;
+        if ((fault = fault_for(&gpus[i], __func__)) != NVML_SUCCESS)
+            return fault;
+        *device = (nvmlDevice_t)&gpus[i];
+        return NVML_SUCCESS;
+    }
+    return NVML_ERROR_NOT_FOUND;
+}
+
 nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char *name,
                                unsigned int length)
 {

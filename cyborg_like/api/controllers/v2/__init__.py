@@ -7,6 +7,7 @@ from cyborg_like.api import hooks
 from cyborg_like.api import microversion
 from cyborg_like.api.controllers.v2 import accelerator_requests
 from cyborg_like.api.controllers.v2 import attributes
+from cyborg_like.api.controllers.v2 import bitstreams
 from cyborg_like.api.controllers.v2 import deployables
 from cyborg_like.api.controllers.v2 import device_profiles
 from cyborg_like.api.controllers.v2 import devices
@@ -37,6 +38,7 @@ class V2Controller(rest.RestController):
     operations = operations.OperationsController()
     hosts = hosts.HostsController()
     quotas = quotas.QuotasController()
+    bitstreams = bitstreams.BitstreamsController()
 
     @pecan.expose('json')
     def get(self):

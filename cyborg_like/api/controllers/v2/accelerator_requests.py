@@ -48,9 +48,8 @@ def _bind_fields(uuid, patch):
     fields = {op['path'].lstrip('/'): op.get('value') for op in patch}
     if 'project_id' in fields:
         microversion.require(microversion.PROJECT_ID_IN_BIND)
-        if not pecan.request.context.is_admin:
-            raise webob.exc.HTTPForbidden(
-                detail='Only administrators may set project_id.')
+        policy.authorize('cyborg:arq:bind_project_id',
+                         pecan.request.context)
     missing = [f for f in _BIND_FIELDS if not fields.get(f)]
     if missing:
         raise webob.exc.HTTPBadRequest(
@@ -65,16 +64,17 @@ def _bind_fields(uuid, patch):
 
 def _is_object(request):
     try:
-        return isinstance(request.json_body, dict)
-    except ValueError:
-        return False
+        return isinstance(validation.json_document(request), dict)
+    except webob.exc.HTTPBadRequest:
+        return False  # validation.body answers why
 
 
 def _require_uuids(name, values):
     bad = [v for v in values if not uuidutils.is_uuid_like(v)]
     if bad:
         raise webob.exc.HTTPBadRequest(
-            detail='Invalid %s: %s is not a UUID.' % (name, bad[0]))
+            detail='Invalid %s: %s is not a UUID.' % (
+                name, validation.excerpt(bad[0])))
 
 
 class AcceleratorRequestsController(rest.RestController):
@@ -85,7 +85,8 @@ class AcceleratorRequestsController(rest.RestController):
         body = validation.body(pecan.request, schema.CREATE)
         created = pecan.request.conductor_api.create_arqs(
             pecan.request.context, body['device_profile_name'],
-            body.get('device_profile_group_id'))
+            body.get('device_profile_group_id'),
+            pecan.request.api_conf.max_accelerators_per_request)
         pecan.response.status = 201
         return {RESOURCE: [_view(a) for a in created]}
 
@@ -125,11 +126,16 @@ class AcceleratorRequestsController(rest.RestController):
         if uuid is None or _is_object(pecan.request):
             # openstacksdk (so the cyborgclient CLI) sends the bulk form to
             # /<uuid>; Cyborg, too, takes the body and ignores the URL.
-            patches = validation.body(pecan.request, schema.PATCH_MANY)
+            patches = validation.body(pecan.request,
+                                      schema.PATCH_MANY_SHAPE)
+            documented = (schema.PATCH_MANY, patches)
         else:
-            patches = {uuid: validation.body(pecan.request,
-                                             schema.PATCH_ONE)}
+            ops = validation.body(pecan.request, schema.PATCH_ONE_SHAPE)
+            patches, documented = {uuid: ops}, (schema.PATCH_ONE, ops)
+        # _split says what is wrong in words; the schemas of the document
+        # say the same rules, and are the last word.
         action, arg = _split(patches)
+        validation.validate(*documented, what='body')
         api = pecan.request.conductor_api
         if action == 'bind':
             api.bind_arqs(pecan.request.context, arg)
@@ -150,5 +156,6 @@ class AcceleratorRequestsController(rest.RestController):
         _require_uuids('instance', [instance] if instance else [])
         pecan.request.conductor_api.delete_arqs(
             pecan.request.context, uuids=uuids or None,
-            instance_uuid=instance)
+            instance_uuid=instance, delete_bound=policy.check(
+                'cyborg:arq:delete_bound', pecan.request.context))
         pecan.response.status = 204

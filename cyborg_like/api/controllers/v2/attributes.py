@@ -2,7 +2,6 @@
 
 import pecan
 from pecan import rest
-import webob.exc
 
 from cyborg_like.api import policy
 from cyborg_like.api import validation
@@ -21,14 +20,12 @@ class AttributesController(rest.RestController):
 
     @pecan.expose('json')
     def get_all(self, **params):
-        policy.authorize('cyborg:attribute:get_all', pecan.request.context)
+        policy.authorize('cyborg:attribute:get_all', pecan.request.context,
+                         policy.CLOUD)
         query = listing.ListQuery(params, schema.LIST_FILTERS,
-                                  schema.SORT_KEYS)
+                                  schema.SORT_KEYS, schema.FILTER_SCHEMAS)
         filters = dict(query.filters)
         if 'deployable_id' in filters:
-            if not filters['deployable_id'].isdigit():
-                raise webob.exc.HTTPBadRequest(
-                    detail='deployable_id must be an integer.')
             filters['deployable_id'] = int(filters['deployable_id'])
         found = pecan.request.conductor_api.list_attributes(
             pecan.request.context, filters, query.limit, query.marker,
@@ -37,13 +34,15 @@ class AttributesController(rest.RestController):
 
     @pecan.expose('json')
     def get_one(self, uuid):
-        policy.authorize('cyborg:attribute:get_one', pecan.request.context)
+        policy.authorize('cyborg:attribute:get_one', pecan.request.context,
+                         policy.CLOUD)
         return _view(pecan.request.conductor_api.get_attribute(
             pecan.request.context, uuid))
 
     @pecan.expose('json')
     def post(self):
-        policy.authorize('cyborg:attribute:create', pecan.request.context)
+        policy.authorize('cyborg:attribute:create', pecan.request.context,
+                         policy.CLOUD)
         body = validation.body(pecan.request, schema.CREATE)
         created = pecan.request.conductor_api.create_attribute(
             pecan.request.context, body['deployable_id'], body['key'],
@@ -53,7 +52,8 @@ class AttributesController(rest.RestController):
 
     @pecan.expose('json')
     def delete(self, uuid):
-        policy.authorize('cyborg:attribute:delete', pecan.request.context)
+        policy.authorize('cyborg:attribute:delete', pecan.request.context,
+                         policy.CLOUD)
         pecan.request.conductor_api.delete_attribute(pecan.request.context,
                                                      uuid)
         pecan.response.status = 204

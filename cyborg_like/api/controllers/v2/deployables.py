@@ -34,7 +34,8 @@ class DeployablesController(rest.RestController):
 
     @pecan.expose('json')
     def get_all(self, **params):
-        policy.authorize('cyborg:deployable:get_all', pecan.request.context)
+        policy.authorize('cyborg:deployable:get_all', pecan.request.context,
+                         policy.CLOUD)
         query = listing.ListQuery(params, fields.DEPLOYABLE_FILTERS,
                                   fields.DEPLOYABLE_SORT_KEYS)
         deployables = pecan.request.conductor_api.list_deployables(
@@ -43,7 +44,8 @@ class DeployablesController(rest.RestController):
 
     @pecan.expose('json')
     def get_one(self, uuid):
-        policy.authorize('cyborg:deployable:get_one', pecan.request.context)
+        policy.authorize('cyborg:deployable:get_one', pecan.request.context,
+                         policy.CLOUD)
         return _view(pecan.request.conductor_api.get_deployable(
             pecan.request.context, uuid))
 
@@ -54,7 +56,8 @@ class DeployablesController(rest.RestController):
         The body is Cyborg's; the bitstream id names a file in the host's
         [agent] bitstream_dir.
         """
-        policy.authorize('cyborg:deployable:program', pecan.request.context)
+        policy.authorize('cyborg:deployable:program', pecan.request.context,
+                         policy.CLOUD)
         body = validation.body(pecan.request, schema.PROGRAM)
         started = pecan.request.conductor_api.program_deployable(
             pecan.request.context, uuid, schema.bitstream_id(body))

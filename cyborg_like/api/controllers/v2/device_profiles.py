@@ -3,6 +3,7 @@
 import pecan
 from pecan import rest
 from oslo_utils import uuidutils
+import webob.exc
 
 from cyborg_like.api import microversion
 from cyborg_like.api import policy
@@ -25,14 +26,58 @@ def _names(value):
     return [n for n in value.split(',') if n]
 
 
+def _normalized_group(group):
+    normalized = {}
+    for key, value in group.items():
+        name = schema.normalized_key(key)
+        if schema.is_unknown_trait(name):
+            raise webob.exc.HTTPBadRequest(
+                detail='Unsupported trait name %s: traits must be CUSTOM_* '
+                       'or standard traits (os-traits).' % validation.excerpt(
+                           name.split(':', 1)[1]))
+        if name in normalized:
+            raise webob.exc.HTTPBadRequest(
+                detail='A group names %s twice.' % validation.excerpt(name))
+        normalized[name] = value
+    return normalized
+
+
+def _normalize(document):
+    """Strip the spaces around group key names, as Cyborg does, before
+    the schema checks them; refuse traits Placement cannot know with a
+    clearer message than the schema's."""
+    profiles = document if isinstance(document, list) else [document]
+    for profile in profiles:
+        groups = profile.get('groups') if isinstance(profile, dict) else None
+        if isinstance(groups, list):
+            profile['groups'] = [
+                _normalized_group(g) if isinstance(g, dict) else g
+                for g in groups]
+    return document
+
+
+def _check_groups(groups):
+    """400 for what the schema cannot tell: more accelerators than one
+    request may create (a bound of the configuration)."""
+    bound = pecan.request.api_conf.max_accelerators_per_request
+    count = schema.accelerator_count(groups)
+    if count > bound:
+        raise webob.exc.HTTPBadRequest(
+            detail='The profile asks for %d accelerators; at most %d may be '
+                   'requested at once ([api] max_accelerators_per_request).'
+                   % (count, bound))
+
+
 class DeviceProfilesController(rest.RestController):
 
     @pecan.expose('json')
     def post(self):
         policy.authorize('cyborg:device_profile:create',
                          pecan.request.context)
-        document = validation.body(pecan.request, schema.CREATE)
+        document = _normalize(validation.json_document(pecan.request))
+        validation.validate(schema.CREATE, document, what='body')
         profile = document[0] if isinstance(document, list) else document
+        _check_groups(profile['groups'])
         created = pecan.request.conductor_api.create_device_profile(
             pecan.request.context, profile['name'], profile['groups'],
             profile.get('description'))

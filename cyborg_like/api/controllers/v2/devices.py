@@ -7,13 +7,16 @@ from cyborg_like.api import microversion
 from cyborg_like.api import policy
 from cyborg_like.api import validation
 from cyborg_like.api.controllers import listing
+from cyborg_like.api.controllers.v2 import operations
+from cyborg_like.api.schemas import devices as schema
+from cyborg_like.catalog import metadata
 from cyborg_like.common import listing as fields
 
 RESOURCE = 'devices'
 _HEALTH_QUERY = {
     'type': 'object',
     'properties': {'history': {'type': 'string',
-                               'pattern': '^([0-9]|[1-9][0-9]{1,2}|1000)$'}},
+                               'pattern': r'^([0-9]|[1-9][0-9]{1,2}|1000)\Z'}},
     'additionalProperties': False,
 }
 _FIELDS = ('uuid', 'type', 'vendor', 'model', 'std_board_info',
@@ -30,11 +33,12 @@ def _view(device):
 
 class DevicesController(rest.RestController):
     _custom_actions = {'disable': ['POST'], 'enable': ['POST'],
-                       'health': ['GET']}
+                       'health': ['GET'], 'firmware': ['POST']}
 
     @pecan.expose('json')
     def get_all(self, **params):
-        policy.authorize('cyborg:device:get_all', pecan.request.context)
+        policy.authorize('cyborg:device:get_all', pecan.request.context,
+                         policy.CLOUD)
         query = listing.ListQuery(params, fields.DEVICE_FILTERS,
                                   fields.DEVICE_SORT_KEYS)
         devices = pecan.request.conductor_api.list_devices(
@@ -43,27 +47,46 @@ class DevicesController(rest.RestController):
 
     @pecan.expose('json')
     def get_one(self, uuid):
-        policy.authorize('cyborg:device:get_one', pecan.request.context)
+        policy.authorize('cyborg:device:get_one', pecan.request.context,
+                         policy.CLOUD)
         return _view(pecan.request.conductor_api.get_device(
             pecan.request.context, uuid))
 
     @pecan.expose('json')
     def disable(self, uuid):
         """Take a device out of service: it is not bound until enabled."""
-        policy.authorize('cyborg:device:disable', pecan.request.context)
+        policy.authorize('cyborg:device:disable', pecan.request.context,
+                         policy.CLOUD)
         return _view(pecan.request.conductor_api.set_device_status(
             pecan.request.context, uuid, 'maintaining'))
 
     @pecan.expose('json')
     def enable(self, uuid):
-        policy.authorize('cyborg:device:enable', pecan.request.context)
+        policy.authorize('cyborg:device:enable', pecan.request.context,
+                         policy.CLOUD)
         return _view(pecan.request.conductor_api.set_device_status(
             pecan.request.context, uuid, 'enabled'))
 
     @pecan.expose('json')
     def health(self, uuid, **params):
         """The latest health and utilization, and recent readings (ours)."""
-        policy.authorize('cyborg:device:get_one', pecan.request.context)
+        policy.authorize('cyborg:device:get_one', pecan.request.context,
+                         policy.CLOUD)
         validation.validate(_HEALTH_QUERY, params)
         return pecan.request.conductor_api.get_device_health(
             pecan.request.context, uuid, int(params.get('history', 60)))
+
+    @pecan.expose('json')
+    def firmware(self, uuid):
+        """Flash the device with a catalog firmware image (ours): 202 and
+        the operation to poll; the device is drained meanwhile."""
+        policy.authorize('cyborg:device:firmware', pecan.request.context,
+                         policy.CLOUD)
+        body = validation.body(pecan.request, schema.FIRMWARE)
+        started = pecan.request.conductor_api.flash_device_firmware(
+            pecan.request.context, uuid,
+            metadata.normalized_uuid(body['image_uuid']))
+        operation = operations.view(started['operation'])
+        pecan.response.status = 202
+        pecan.response.headers['Location'] = operation['links'][0]['href']
+        return {'device': _view(started['device']), 'operation': operation}

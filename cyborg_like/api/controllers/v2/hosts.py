@@ -1,18 +1,29 @@
-"""/v2/hosts: compute hosts with an agent, up or down (ours)."""
+"""/v2/hosts: compute hosts with an agent, up or down, with their driver
+versions and drained devices (ours); driver operations below each."""
 
 import pecan
 from pecan import rest
 
 from cyborg_like.api import policy
 from cyborg_like.api import validation
+from cyborg_like.api.controllers.v2 import driver_operations
 
 
 class HostsController(rest.RestController):
+    driver_operations = driver_operations.DriverOperationsController()
 
     @pecan.expose('json')
     def get_all(self):
-        policy.authorize('cyborg:host:get_all', pecan.request.context)
+        policy.authorize('cyborg:host:get_all', pecan.request.context,
+                         policy.CLOUD)
         validation.validate({'type': 'object', 'additionalProperties': False},
                             dict(pecan.request.GET))
         return {'hosts': pecan.request.conductor_api.list_hosts(
             pecan.request.context)}
+
+    @pecan.expose('json')
+    def get_one(self, hostname):
+        policy.authorize('cyborg:host:get_one', pecan.request.context,
+                         policy.CLOUD)
+        return pecan.request.conductor_api.get_host(pecan.request.context,
+                                                    hostname)

@@ -4,6 +4,7 @@ import pecan
 from pecan import rest
 
 from cyborg_like.api import policy
+from cyborg_like.api import validation
 from cyborg_like.api.controllers import listing
 
 RESOURCE = 'operations'
@@ -17,6 +18,7 @@ def view(operation):
 
 
 class OperationsController(rest.RestController):
+    _custom_actions = {'cancel': ['POST']}
 
     @pecan.expose('json')
     def get_all(self, **params):
@@ -30,4 +32,16 @@ class OperationsController(rest.RestController):
     def get_one(self, uuid):
         policy.authorize('cyborg:operation:get', pecan.request.context)
         return view(pecan.request.conductor_api.get_operation(
+            pecan.request.context, uuid))
+
+    @pecan.expose('json')
+    def cancel(self, uuid):
+        """Cancel a driver operation: 202 and the operation, cancelling
+        until its agent stopped the playbook (then cancelled)."""
+        policy.authorize('cyborg:operation:cancel', pecan.request.context,
+                         policy.CLOUD)
+        validation.validate({'type': 'object', 'additionalProperties': False},
+                            dict(pecan.request.GET))
+        pecan.response.status = 202
+        return view(pecan.request.conductor_api.cancel_operation(
             pecan.request.context, uuid))

@@ -1,0 +1,1 @@
+"""Commands of the accelerator API v2, one module per resource."""

@@ -1,0 +1,57 @@
+"""The conductor's worker threads, with a bound on the work they accept.
+
+Bindings and operations are accepted by an RPC call and finished here.
+Without a bound, a burst of binds waits in an unbounded queue until the
+sweep fails it as interrupted; with one, the caller is told at once (503
+with Retry-After) and nothing is written.
+"""
+
+import contextlib
+import threading
+
+import futurist
+
+from cyborg_like.common import exception
+
+
+class WorkQueue:
+    def __init__(self, workers, capacity):
+        self._executor = futurist.ThreadPoolExecutor(max_workers=workers)
+        self._slots = threading.Semaphore(capacity)
+
+    @contextlib.contextmanager
+    def reserve(self, count):
+        """Room for ``count`` jobs, or Overloaded; yields ``submit``.
+
+        Reserve before writing anything, so a refusal changes nothing;
+        slots not used for a job are given back at the end of the block.
+        """
+        reservation = _Reservation(self)
+        try:
+            for _ in range(count):
+                if not self._slots.acquire(blocking=False):
+                    raise exception.Overloaded()
+                reservation.slots += 1
+            yield reservation.submit
+        finally:
+            for _ in range(reservation.slots - reservation.used):
+                self._slots.release()
+
+    def _run(self, fn, args):
+        try:
+            fn(*args)
+        finally:
+            self._slots.release()
+
+    def shutdown(self, wait=True):
+        self._executor.shutdown(wait=wait)
+
+
+class _Reservation:
+    def __init__(self, queue):
+        self._queue, self.slots, self.used = queue, 0, 0
+
+    def submit(self, fn, *args):
+        assert self.used < self.slots, 'more jobs than reserved'
+        self.used += 1
+        return self._queue._executor.submit(self._queue._run, fn, args)

@@ -1,0 +1,567 @@
+"""``cyborg-like``, the operator CLI, as operators run it: its console
+script in a subprocess, against a live ``cyborg-like-all-in-one`` with no
+Keystone (``--os-endpoint URL`` alone means ``--os-auth-type none``).
+
+The service of this module pages lists by two (``[api] max_limit = 2``),
+so that lists of three items show the CLI following ``next``.
+"""
+
+import datetime
+import hashlib
+import json
+import os
+import pty
+import subprocess
+import sys
+import uuid
+
+import pytest
+import requests
+
+from tests.clients.service import HANDLES
+from tests.clients.service import Service
+
+BIN = os.path.dirname(sys.executable)
+CYBORG_LIKE = os.path.join(BIN, 'cyborg-like')
+MAX_LIMIT = 2
+TIMEOUT = 120
+# The stand-in driver playbooks (tests/playbooks/README.md).
+PLAYBOOKS = os.path.join(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))), 'playbooks')
+
+
+class PagedService(Service):
+    def __init__(self, workdir):
+        super().__init__(workdir)
+        path = self.cloud.config_file
+        with open(path) as f:
+            text = f.read()
+        assert '[api]\n' in text, text
+        with open(path, 'w') as f:
+            f.write(text.replace('[api]\n', '[api]\nmax_limit = %d\n'
+                                 % MAX_LIMIT, 1))
+
+
+@pytest.fixture(scope='module')
+def cyborg(tmp_path_factory):
+    """Replaces conftest's: the same service, paging by MAX_LIMIT."""
+    service = PagedService(str(tmp_path_factory.mktemp('all-in-one')))
+    try:
+        yield service.start()
+    finally:
+        returncode = service.stop()
+    assert returncode == 0, service.log_tail()
+
+
+def clean_env():
+    """The developer's cloud settings must not leak in."""
+    return {k: v for k, v in os.environ.items() if not k.startswith('OS_')}
+
+
+def run(argv, env=None):
+    if not os.path.exists(argv[0]):
+        pytest.fail('%s is missing: install cyborg_like in the virtualenv '
+                    '(tools/setup-venv.sh)' % argv[0])
+    return subprocess.run(argv, capture_output=True, text=True,
+                          env=dict(clean_env(), **(env or {})),
+                          timeout=TIMEOUT, check=False,
+                          stdin=subprocess.DEVNULL)
+
+
+class Cli:
+    """``cyborg-like --os-endpoint URL ...`` against the module's service."""
+
+    def __init__(self, service):
+        self.service = service
+        self.url = service.url
+
+    def argv(self, *args):
+        return [CYBORG_LIKE, '--os-endpoint', self.url] + list(args)
+
+    def run(self, *args):
+        return run(self.argv(*args))
+
+    def ok(self, *args):
+        """stdout of a command that must succeed."""
+        result = self.run(*args)
+        assert result.returncode == 0, (args, result.stdout, result.stderr)
+        return result.stdout
+
+    def json(self, *args):
+        return json.loads(self.ok(*(args + ('-f', 'json'))))
+
+    def fails(self, *args, code=1):
+        """(stdout, the one line of stderr) of a command that must fail."""
+        result = self.run(*args)
+        assert result.returncode == code, (args, result.returncode,
+                                           result.stdout, result.stderr)
+        lines = result.stderr.strip().splitlines()
+        return result.stdout, lines[-1] if lines else ''
+
+
+@pytest.fixture(scope='module')
+def cli(cyborg):
+    return Cli(cyborg)
+
+
+def api(cyborg, path, **params):
+    """The API's own answer, to compare the CLI's output with."""
+    resp = requests.get(cyborg.url + '/v2' + path, params=params, timeout=30,
+                        headers={'OpenStack-API-Version': 'accelerator '
+                                 'latest'})
+    resp.raise_for_status()
+    return resp.json()
+
+
+def table_rows(text):
+    """The cells of a cliff table, header row first."""
+    return [[cell.strip() for cell in line.strip('|').split('|')]
+            for line in text.splitlines() if line.startswith('|')]
+
+
+def device(cyborg, kind):
+    (found,) = api(cyborg, '/devices', type=kind)['devices']
+    return found['uuid']
+
+
+def _name(prefix):
+    return '%s-%s' % (prefix, uuid.uuid4().hex[:8])
+
+
+# --- hosts
+
+def test_host_list_table_and_json(cli, cyborg):
+    (host,) = cli.json('host', 'list')
+    assert host['hostname'] == cyborg.host
+    assert host['state'] == 'up'
+    assert datetime.datetime.fromisoformat(host['last_heartbeat'])
+    assert set(host) == {'hostname', 'state', 'last_heartbeat',
+                         'agent_version'}
+    rows = table_rows(cli.ok('host', 'list', '--long'))
+    assert rows[0] == ['hostname', 'state', 'last_heartbeat',
+                       'agent_version', 'inventory_hash']
+    assert rows[1][:2] == [cyborg.host, 'up']
+    assert rows[1][4] == api(cyborg, '/hosts')['hosts'][0]['inventory_hash']
+
+
+def test_host_show_lists_its_devices(cli, cyborg):
+    host = cli.json('host', 'show', cyborg.host)
+    assert host['state'] == 'up'
+    devices = api(cyborg, '/devices')['devices']
+    assert sorted(host['devices']) == sorted(
+        '%s %s %s' % (d['uuid'], d['type'], d['model']) for d in devices)
+    assert host['driver_versions'] == {}
+    assert host['drained_devices'] == []
+    _out, error = cli.fails('host', 'show', 'no-such-host')
+    assert error.startswith('HTTP 404 accel.host.not_found: Host '
+                            'no-such-host could not be found.'), error
+
+
+def test_os_endpoint_variable_alone_means_no_auth(cyborg):
+    result = run([CYBORG_LIKE, 'host', 'list', '-f', 'value', '-c',
+                  'hostname'], env={'OS_ENDPOINT': cyborg.url})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == [cyborg.host]
+
+
+# --- devices
+
+def test_device_list_filters_and_columns(cli, cyborg):
+    devices = cli.json('device', 'list')
+    assert sorted(d['type'] for d in devices) == ['FPGA', 'GPU']
+    assert {d['status'] for d in devices} == {'enabled'}
+    (gpu,) = [d for d in devices if d['type'] == 'GPU']
+    assert cli.ok('device', 'list', '--type', 'GPU', '-f', 'value',
+                  '-c', 'uuid').split() == [gpu['uuid']]
+    rows = table_rows(cli.ok('device', 'list', '--hostname', cyborg.host))
+    assert rows[0] == ['uuid', 'type', 'vendor', 'model', 'hostname',
+                       'status']
+    assert len(rows) == 3
+    shown = cli.json('device', 'show', gpu['uuid'])
+    assert shown['std_board_info'] == api(
+        cyborg, '/devices/' + gpu['uuid'])['std_board_info']
+    assert 'links' not in shown
+
+
+def test_device_disable_and_enable(cli, cyborg):
+    gpu = device(cyborg, 'GPU')
+    try:
+        assert cli.json('device', 'disable', gpu)['status'] == 'maintaining'
+        (listed,) = cli.json('device', 'list', '--status', 'maintaining')
+        assert listed['uuid'] == gpu
+    finally:
+        assert cli.json('device', 'enable', gpu)['status'] == 'enabled'
+
+
+def test_device_health_and_history(cli, cyborg):
+    fpga = device(cyborg, 'FPGA')
+    health = cli.json('device', 'health', 'show', fpga)
+    expected = api(cyborg, '/devices/%s/health' % fpga, history=0)
+    del expected['history']
+    assert health == expected
+    rows = table_rows(cli.ok('device', 'health', 'show', fpga))
+    assert [r[0] for r in rows[1:]] == ['device_uuid', 'health', 'reasons',
+                                        'utilization', 'updated_at']
+    history = cli.json('device', 'health', 'history', fpga, '--limit', '5')
+    assert history == api(cyborg, '/devices/%s/health' % fpga,
+                          history=5)['history']
+
+
+# --- errors, versions, paging
+
+def test_api_error_is_one_line_with_its_code(cli):
+    missing = str(uuid.uuid4())
+    out, error = cli.fails('device', 'show', missing)
+    assert out == ''
+    assert error.startswith('HTTP 404 accel.device.not_found: Device %s '
+                            % missing), error
+    assert 'Traceback' not in error
+
+
+def test_unreachable_service_is_one_line():
+    with __import__('socket').socket() as s:
+        s.bind(('127.0.0.1', 0))
+        port = s.getsockname()[1]
+    result = run([CYBORG_LIKE, '--os-endpoint', 'http://127.0.0.1:%d' % port,
+                  'host', 'list'])
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith('Cannot reach the accelerator API at '
+                               'http://127.0.0.1:%d/v2' % port)
+
+
+def test_microversion_option(cli):
+    old = cli.json('--os-accelerator-api-version', '2.0', 'device', 'list')
+    # Devices carry their status from 2.3 on.
+    assert {d['status'] for d in old} == {None}
+    _out, error = cli.fails('--os-accelerator-api-version', '9.9', 'device',
+                            'list')
+    assert error.startswith('HTTP 406 '), error
+
+
+def test_lists_follow_pages_unless_limited(cli, cyborg):
+    attributes = cli.json('attribute', 'list', '--sort-key', 'uuid')
+    # More than one page of the service: the CLI followed ``next``.
+    assert len(attributes) > MAX_LIMIT
+    uuids = [a['uuid'] for a in attributes]
+    assert uuids == sorted(uuids)
+    first = cli.json('attribute', 'list', '--sort-key', 'uuid', '--limit',
+                     '1')
+    assert [a['uuid'] for a in first] == uuids[:1]
+    after = cli.json('attribute', 'list', '--sort-key', 'uuid', '--limit',
+                     '2', '--marker', uuids[0])
+    assert [a['uuid'] for a in after] == uuids[1:3]
+
+
+# --- deployables, programming, operations
+
+def _region(cli, name='region0'):
+    return api(cli.service, '/deployables', name=name)['deployables'][0]
+
+
+def test_deployable_list_and_show(cli, cyborg):
+    deployables = cli.json('deployable', 'list', '--long')
+    assert sorted(d['name'] for d in deployables) == ['gpu0', 'region0',
+                                                      'region1']
+    region = _region(cli)
+    assert region['rp_uuid'] == cyborg.rp_uuid('region0')
+    shown = cli.json('deployable', 'show', region['uuid'])
+    assert shown['attributes_list'] == cyborg.deployable('region0')[
+        'attributes_list']
+
+
+def test_program_wait_succeeds(cli):
+    region = _region(cli)
+    result = cli.run('deployable', 'program', region['uuid'], 'bs-gzip-1',
+                     '--wait', '-f', 'json')
+    assert result.returncode == 0, result.stderr
+    operation = json.loads(result.stdout)
+    assert operation['state'] == 'succeeded'
+    assert operation['target_uuid'] == region['uuid']
+    # Not a terminal: plain progress lines, the last one the end.
+    progress = result.stderr.strip().splitlines()
+    assert progress[-1].startswith('operation %s: succeeded ('
+                                   % operation['uuid']), progress
+    assert '\r' not in result.stderr
+    assert cli.json('deployable', 'show', region['uuid'])[
+        'bitstream_id'] == 'bs-gzip-1'
+
+
+def test_program_wait_fails_with_the_reason(cli):
+    region = _region(cli, 'region1')
+    result = cli.run('deployable', 'program', region['uuid'], 'bs-refused',
+                     '--wait', '-f', 'json')
+    assert result.returncode == 1
+    operation = json.loads(result.stdout)
+    assert operation['state'] == 'failed'
+    last = result.stderr.strip().splitlines()[-1]
+    assert last == 'Operation %s (program) failed: %s' % (
+        operation['uuid'], operation['detail'])
+    assert 'PR interface id mismatch' in last
+    _out, error = cli.fails('operation', 'watch', operation['uuid'])
+    assert error == last
+
+
+def test_program_then_watch_and_list_operations(cli):
+    region = _region(cli)
+    started = cli.json('deployable', 'program', region['uuid'], 'bs-gzip-1')
+    assert started['state'] in ('pending', 'running', 'succeeded')
+    watched = cli.json('operation', 'watch', started['uuid'])
+    assert watched['uuid'] == started['uuid']
+    assert watched['state'] == 'succeeded'
+    assert cli.json('operation', 'show', started['uuid']) == watched
+    listed = cli.json('operation', 'list', '--target', region['uuid'],
+                      '--state', 'succeeded')
+    assert started['uuid'] in [o['uuid'] for o in listed]
+    assert {o['target_uuid'] for o in listed} == {region['uuid']}
+
+
+def test_program_wait_on_a_terminal_rewrites_one_line(cli):
+    region = _region(cli)
+    master, slave = pty.openpty()
+    try:
+        proc = subprocess.run(
+            cli.argv('deployable', 'program', region['uuid'], 'bs-gzip-1',
+                     '--wait', '-f', 'json'),
+            stdout=subprocess.PIPE, stderr=slave, stdin=subprocess.DEVNULL,
+            env=clean_env(), timeout=TIMEOUT, check=False)
+        os.close(slave)
+        slave = None
+        shown = b''
+        while True:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            shown += chunk
+    finally:
+        if slave is not None:
+            os.close(slave)
+        os.close(master)
+    assert proc.returncode == 0, shown
+    operation = json.loads(proc.stdout)
+    text = shown.decode()
+    # One state line, rewritten in place ("\r") and ended by one newline
+    # (which the terminal shows as "\r\n").
+    assert text.endswith('\r\n') and text.count('\n') == 1, repr(text)
+    states = [part.rstrip() for part in text.split('\r') if part.strip()]
+    prefix = 'operation %s: ' % operation['uuid']
+    assert all(state.startswith(prefix) for state in states), states
+    assert states[-1].startswith(prefix + 'succeeded ('), states
+
+
+# --- device profiles and accelerator requests
+
+def test_device_profile_create_show_list_delete(cli):
+    name = _name('cli-profile')
+    created = cli.json('device', 'profile', 'create', name, '--group',
+                       'resources:FPGA=1,trait:CUSTOM_FPGA_INTEL_N3000='
+                       'required', '--group', 'resources:PGPU=1',
+                       '--description', 'two groups')
+    assert created['groups'] == [
+        {'resources:FPGA': '1', 'trait:CUSTOM_FPGA_INTEL_N3000': 'required'},
+        {'resources:PGPU': '1'}]
+    assert cli.json('device', 'profile', 'show', name) == created
+    rows = table_rows(cli.ok('device', 'profile', 'list', '--name', name))
+    assert rows[1][:2] == [created['uuid'], name]
+    assert "resources:FPGA='1'" in rows[1][3]
+    _out, error = cli.fails('device', 'profile', 'create', _name('x'),
+                            '--group', 'resources:FPGA', code=2)
+    assert 'KEY=VALUE' in error
+    cli.ok('device', 'profile', 'delete', name)
+    _out, error = cli.fails('device', 'profile', 'delete', name,
+                            created['uuid'])
+    assert error == '2 of 2 device profiles not deleted: %s, %s' % (
+        name, created['uuid'])
+
+
+@pytest.fixture(scope='module')
+def gpu_profile(cyborg):
+    name = _name('cli-gpu')
+    requests.post(cyborg.url + '/v2/device_profiles', timeout=30, json={
+        'name': name, 'groups': [{'resources:PGPU': '1'}]}
+    ).raise_for_status()
+    return name
+
+
+def new_arq(cyborg, profile):
+    resp = requests.post(cyborg.url + '/v2/accelerator_requests', timeout=30,
+                         json={'device_profile_name': profile})
+    resp.raise_for_status()
+    return resp.json()['arqs'][0]['uuid']
+
+
+def set_device(cyborg, uuid, action):
+    requests.post('%s/v2/devices/%s/%s' % (cyborg.url, uuid, action),
+                  timeout=30).raise_for_status()
+
+
+def test_arq_create_bind_unbind_delete(cli, cyborg, gpu_profile):
+    (arq,) = cli.json('arq', 'create', gpu_profile)
+    assert arq['state'] == 'Initial'
+    instance = str(uuid.uuid4())
+    result = cli.run('arq', 'bind', arq['uuid'], '--hostname', cyborg.host,
+                     '--device-rp-uuid', cyborg.rp_uuid('gpu0'),
+                     '--instance-uuid', instance, '--wait', '-f', 'json')
+    assert result.returncode == 0, result.stderr
+    bound = json.loads(result.stdout)
+    assert bound['state'] == 'Bound'
+    assert bound['attach_handle_info'] == HANDLES['gpu0']
+    assert result.stderr.strip().splitlines()[-1].startswith(
+        'ARQ %s: Bound (' % arq['uuid'])
+    (listed,) = cli.json('arq', 'list', '--instance', instance, '--long',
+                         '--resolved')
+    assert listed['attach_handle_info'] == HANDLES['gpu0']
+    assert cli.json('arq', 'show', arq['uuid']) == {
+        k: v for k, v in listed.items()}
+    unbound = cli.json('arq', 'unbind', arq['uuid'], '--wait')
+    assert unbound['state'] == 'Unbound'
+    assert unbound['hostname'] is None
+    cli.ok('arq', 'delete', arq['uuid'])
+    assert requests.get(cyborg.url + '/v2/accelerator_requests/'
+                        + arq['uuid'], timeout=30).status_code == 404
+
+
+def test_arq_bind_wait_fails_with_the_reason(cli, cyborg, gpu_profile):
+    gpu = device(cyborg, 'GPU')
+    arq = new_arq(cyborg, gpu_profile)
+    # A device in maintenance is not bound: the binding fails.
+    set_device(cyborg, gpu, 'disable')
+    try:
+        result = cli.run('arq', 'bind', arq, '--hostname', cyborg.host,
+                         '--device-rp-uuid', cyborg.rp_uuid('gpu0'),
+                         '--instance-uuid', str(uuid.uuid4()), '--wait',
+                         '-f', 'json')
+    finally:
+        set_device(cyborg, gpu, 'enable')
+        requests.delete(cyborg.url + '/v2/accelerator_requests', timeout=30,
+                        params={'arqs': arq}).raise_for_status()
+    assert result.returncode == 1, (result.stdout, result.stderr)
+    failed = json.loads(result.stdout)
+    assert failed['state'] == 'BindFailed'
+    assert result.stderr.strip().splitlines()[-1] == (
+        'ARQ %s: binding failed: %s' % (arq, failed['state_reason']))
+
+
+def test_arq_delete_by_instance_and_usage(cli, cyborg, gpu_profile):
+    _out, error = cli.fails('arq', 'delete')
+    assert error == 'Give ARQ uuids or --instance, not both nor neither'
+    arq = new_arq(cyborg, gpu_profile)
+    instance = str(uuid.uuid4())
+    cli.ok('arq', 'bind', arq, '--hostname', cyborg.host,
+           '--device-rp-uuid', cyborg.rp_uuid('gpu0'), '--instance-uuid',
+           instance, '--wait')
+    quota = cli.json('quota', 'show', 'noauth')
+    assert quota['usage'] == api(cyborg, '/quotas/noauth')['quota']['usage']
+    assert quota['usage'].get('PGPU') == 1
+    cli.ok('arq', 'delete', '--instance', instance)
+    assert cli.json('arq', 'list', '--instance', instance) == []
+    assert cli.json('quota', 'show', 'noauth')['usage'].get('PGPU', 0) == 0
+
+
+def test_quota_show_needs_a_project_without_keystone(cli):
+    _out, error = cli.fails('quota', 'show')
+    assert error == ('Give a project id: without Keystone there is no '
+                     'project of your own')
+
+
+# --- attributes
+
+def test_attribute_create_show_list_delete(cli):
+    gpu_id = next(a['deployable_id']
+                  for a in cli.json('attribute', 'list', '--key', 'rc')
+                  if a['value'] == 'PGPU')
+    key = _name('cli-key')
+    created = cli.json('attribute', 'create', '--deployable-id',
+                       str(gpu_id), '--key', key, '--value', 'v1')
+    assert (created['deployable_id'], created['key'], created['value']) == (
+        gpu_id, key, 'v1')
+    assert cli.json('attribute', 'show', created['uuid']) == created
+    (listed,) = cli.json('attribute', 'list', '--key', key,
+                         '--deployable-id', str(gpu_id))
+    assert listed['uuid'] == created['uuid']
+    _out, error = cli.fails('attribute', 'create', '--deployable-id',
+                            str(gpu_id), '--key', key, '--value', 'v2')
+    assert error.startswith('HTTP 409 '), error
+    cli.ok('attribute', 'delete', created['uuid'])
+    assert api(cli.service, '/attributes', key=key)['attributes'] == []
+
+
+# --- the openstackclient plugin
+
+OPENSTACK = os.path.join(BIN, 'openstack')
+
+
+def osc(cyborg, *args):
+    return run([OPENSTACK, '--os-auth-type', 'none', '--os-endpoint',
+                cyborg.url] + list(args))
+
+
+def test_openstack_plugin_beside_cyborgclient(cli, cyborg):
+    result = osc(cyborg, 'accel-like', 'device', 'list', '-f', 'json')
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == cli.json('device', 'list')
+    older = osc(cyborg, '--os-accel-like-api-version', '2.2', 'accel-like',
+                'device', 'list', '-f', 'json')
+    assert {d['status'] for d in json.loads(older.stdout)} == {None}
+    # python-cyborgclient still owns "openstack accelerator ...".
+    theirs = osc(cyborg, '--debug', 'accelerator', 'device', 'list',
+                 '-f', 'json')
+    assert theirs.returncode == 0, theirs.stderr
+    assert ('command: accelerator device list -> '
+            'cyborgclient.osc.v2.device.ListDevice') in theirs.stderr
+    ours = osc(cyborg, '--debug', 'accel-like', 'device', 'list')
+    assert ('command: accel-like device list -> '
+            'cyborg_like.cli.v2.devices.ListDevice') in ours.stderr
+
+
+def test_every_command_is_listed_and_has_help(cli):
+    from cyborg_like.cli import shell
+    manager = shell.CommandManager(shell.COMMAND_GROUP)
+    names = sorted(name for name, _ep in manager)
+    assert 'operation watch' in names and 'arq bind' in names, names
+    listed = cli.ok('--help')
+    for name in names:
+        assert '\n  %s ' % name in listed, name
+        command_class = manager.find_command(name.split())[0]
+        parser = command_class(None, None).get_parser('cyborg-like ' + name)
+        assert command_class.__doc__.strip().split('\n')[0] in (
+            parser.description or ''), name
+
+
+# --- the image catalog and firmware
+
+def test_bitstream_create_upload_download_delete(cli, cyborg, tmp_path):
+    data = b'GBS fake crypto accelerator\n' * 100
+    source = tmp_path / 'crypto.gbs'
+    source.write_bytes(data)
+    name = _name('cli-image')
+    image = cli.json('bitstream', 'create', name, '--kind', 'bitstream',
+                     '--vendor', '0x8086', '--function-name', 'crypto',
+                     '--file', str(source))
+    assert image['status'] == 'active', image
+    assert (image['size'], image['sha256']) == (
+        len(data), hashlib.sha256(data).hexdigest())
+    (listed,) = cli.json('bitstream', 'list', '--name', name, '--kind',
+                         'bitstream')
+    assert (listed['uuid'], listed['function_name']) == (image['uuid'],
+                                                         'crypto')
+    copy = tmp_path / 'copy.gbs'
+    cli.ok('bitstream', 'download', image['uuid'], str(copy))
+    assert copy.read_bytes() == data
+    # A bitstream is no firmware: the API refuses, the CLI says why.
+    _out, error = cli.fails('device', 'firmware', 'flash',
+                            device(cyborg, 'FPGA'), image['uuid'], '--wait')
+    assert error.startswith('HTTP 409 accel.bitstream.incompatible: '), error
+    queued = cli.json('bitstream', 'create', _name('cli-queued'))
+    assert queued['status'] == 'queued'
+    uploaded = cli.json('bitstream', 'upload', queued['uuid'], str(source))
+    assert (uploaded['status'], uploaded['sha256']) == (
+        'active', image['sha256'])
+    cli.ok('bitstream', 'delete', image['uuid'], queued['uuid'])
+    for uuid_ in (image['uuid'], queued['uuid']):
+        assert requests.get('%s/v2/bitstreams/%s' % (cyborg.url, uuid_),
+                            timeout=30).status_code == 404

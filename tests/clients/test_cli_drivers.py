@@ -1,0 +1,113 @@
+"""``cyborg-like host driver ...`` and ``operation cancel``: driver
+operations from the operator CLI against a live all-in-one whose agent
+runs the stand-in playbooks of tests/playbooks/ through ansible-runner
+(their "driver" is a version file in CYBORG_LIKE_TEST_DRIVERS)."""
+
+import json
+import time
+
+import pytest
+
+from tests.clients.service import Service
+from tests.clients.test_cli import Cli
+from tests.clients.test_cli import PLAYBOOKS
+
+
+class DriverService(Service):
+    def __init__(self, workdir, drivers):
+        super().__init__(workdir)
+        path = self.cloud.config_file
+        with open(path) as f:
+            text = f.read()
+        text = text.replace('[agent]\n', '[agent]\nplaybook_dir = %s\n'
+                            % PLAYBOOKS, 1)
+        text += '\n[fake_driver]\ndriver_state_dir = %s\n' % drivers
+        with open(path, 'w') as f:
+            f.write(text)
+        self.process.env = dict(self.process.env or {},
+                                CYBORG_LIKE_TEST_DRIVERS=str(drivers))
+
+
+@pytest.fixture(scope='module')
+def drivers(tmp_path_factory):
+    return tmp_path_factory.mktemp('drivers')
+
+
+@pytest.fixture(scope='module')
+def cyborg(tmp_path_factory, drivers):
+    """Replaces conftest's: the all-in-one with stand-in playbooks."""
+    service = DriverService(str(tmp_path_factory.mktemp('all-in-one')),
+                            drivers)
+    try:
+        yield service.start()
+    finally:
+        returncode = service.stop()
+    assert returncode == 0, service.log_tail()
+
+
+@pytest.fixture
+def cli(cyborg, drivers):
+    (drivers / 'behaviour.json').write_text('{}')
+    return Cli(cyborg)
+
+
+def _behave(drivers, **behaviour):
+    (drivers / 'behaviour.json').write_text(json.dumps(behaviour))
+
+
+def test_install_then_verify_with_wait(cli, cyborg):
+    done = cli.json('host', 'driver', 'install', cyborg.host, 'opae',
+                    '--driver-version', '2.1.0', '--wait')
+    assert (done['type'], done['state']) == ('driver_install', 'succeeded')
+    assert done['result']['versions']['version_after'] == '2.1.0'
+    assert cli.json('host', 'show', cyborg.host)['driver_versions'] == {
+        'opae': '2.1.0'}
+    verified = cli.json('host', 'driver', 'verify', cyborg.host, 'opae',
+                        '--wait')
+    assert verified['state'] == 'succeeded'
+    assert verified['result']['versions']['version_before'] == '2.1.0'
+
+
+def test_a_failed_task_exits_1_with_the_reason(cli, cyborg, drivers):
+    _behave(drivers, fail_task='Load the driver',
+            fail_message='module refused to load')
+    out, error = cli.fails('host', 'driver', 'upgrade', cyborg.host, 'opae',
+                           '--driver-version', '2.2.0', '--wait', '-f', 'json')
+    failed = json.loads(out)
+    assert failed['state'] == 'failed'
+    assert error.startswith('Operation %s (driver_upgrade) failed: '
+                            % failed['uuid']), error
+    assert 'Load the driver' in error, error
+    # Its devices stay drained until a verify passes.
+    _behave(drivers)
+    assert cli.json('host', 'driver', 'verify', cyborg.host, 'opae',
+                    '--wait')['state'] == 'succeeded'
+
+
+def test_cancel_a_running_operation(cli, cyborg, drivers):
+    _behave(drivers, sleep_seconds=60)
+    started = cli.json('host', 'driver', 'upgrade', cyborg.host, 'opae',
+                       '--driver-version', '2.3.0')
+    assert started['state'] in ('pending', 'running')
+    # Cancelled once the agent has the playbook running.
+    deadline = time.monotonic() + 60
+    while cli.json('operation', 'show', started['uuid'])[
+            'state'] == 'pending' and time.monotonic() < deadline:
+        time.sleep(0.5)
+    cancelling = cli.json('operation', 'cancel', started['uuid'])
+    assert cancelling['state'] in ('cancelling', 'cancelled')
+    ended = cli.json('operation', 'watch', started['uuid'])
+    assert ended['state'] == 'cancelled', ended
+    _behave(drivers)
+    _out, error = cli.fails('operation', 'cancel', started['uuid'])
+    assert error.startswith('HTTP 409 accel.operation.not_cancellable'), \
+        error
+
+
+def test_a_bad_parameter_is_refused_before_anything_runs(cli, cyborg):
+    _out, error = cli.fails('host', 'driver', 'install', cyborg.host,
+                            'opae', '--parameter', 'no_such=1')
+    assert error.startswith('HTTP 400 '), error
+    _out, error = cli.fails('host', 'driver', 'install', cyborg.host,
+                            'opae', '--parameter', 'novalue', code=1)
+    assert 'KEY=VALUE' in error, error

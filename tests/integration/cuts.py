@@ -1,0 +1,37 @@
+"""What the cut tests (test_faults_broker.py, test_faults_database.py)
+share: the bound their deployments answer within, and timed requests."""
+
+import statistics
+import time
+
+import requests
+
+BOUND = 3.0             # [api] conductor_timeout of the cut deployments
+RETRY_AFTER = 4         # [api] retry_after of the cut deployments
+MARGIN = 1.5            # scheduling slack on a loaded 2-core machine
+CONFIG = ('[api]\nconductor_timeout = %s\nretry_after = %d\n'
+          % (BOUND, RETRY_AFTER))
+HEADERS = {'OpenStack-API-Version': 'accelerator latest'}
+
+
+def timed(method, url, **kwargs):
+    """One request: its status (or the client's error), how long it took,
+    Retry-After, body, and the ARQs a 201 created."""
+    started = time.monotonic()
+    try:
+        resp = requests.request(method, url, headers=HEADERS,
+                                timeout=BOUND + 30, **kwargs)
+    except requests.RequestException as exc:
+        return {'method': method, 'url': url, 'status': repr(exc),
+                'elapsed': time.monotonic() - started}
+    return {'method': method, 'url': url, 'status': resp.status_code,
+            'elapsed': time.monotonic() - started,
+            'retry_after': resp.headers.get('Retry-After'),
+            'body': resp.text,
+            'arqs': [a['uuid'] for a in resp.json().get('arqs', [])]
+            if resp.status_code == 201 else []}
+
+
+def summary(values):
+    return {'n': len(values), 'median': round(statistics.median(values), 2),
+            'max': round(max(values), 2)} if values else {'n': 0}

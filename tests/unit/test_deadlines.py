@@ -1,0 +1,53 @@
+"""A write of an RPC call that would commit after its caller's deadline is
+rolled back (common/deadlines.py, checked by db/api.py's writer)."""
+
+import time
+
+import pytest
+import sqlalchemy as sa
+
+from cyborg_like.common import context
+from cyborg_like.common import deadlines
+from cyborg_like.common import exception
+from cyborg_like.conf import CONF
+from cyborg_like.db import api as db_api
+from cyborg_like.db import migration
+from cyborg_like.db import models
+
+
+@pytest.fixture
+def database(tmp_path):
+    CONF.set_override('connection', 'sqlite:///%s/db.sqlite' % tmp_path,
+                      group='database')
+    db_api.dispose()
+    migration.upgrade()
+    yield
+    db_api.dispose()
+    CONF.clear_override('connection', group='database')
+
+
+def _add_host(name):
+    with db_api.writer() as session:
+        session.add(models.Host(hostname=name))
+        time.sleep(0.2)             # the work outlives a short deadline
+
+
+def _hosts():
+    with db_api.reader() as session:
+        return session.scalars(sa.select(models.Host.hostname)).all()
+
+
+def test_a_write_past_its_deadline_is_rolled_back(database):
+    late = context.RequestContext(deadline=time.time() + 0.1)
+    with deadlines.serving(late), \
+            pytest.raises(exception.RequestDeadlinePassed):
+        _add_host('late')
+    assert _hosts() == []
+
+
+def test_writes_in_time_or_outside_a_call_commit(database):
+    in_time = context.RequestContext(deadline=time.time() + 30)
+    with deadlines.serving(in_time):
+        _add_host('in-time')
+    _add_host('no-call')                # a worker thread, a periodic task
+    assert sorted(_hosts()) == ['in-time', 'no-call']

@@ -1,0 +1,31 @@
+"""Samples shipped in etc/ (and share/cyborg_like/ of the package) say
+what the code does."""
+
+import os
+
+import yaml
+
+from cyborg_like.conf import CONF
+from cyborg_like.drivers import fake
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+ETC = os.path.join(ROOT, 'etc', 'cyborg_like')
+
+
+def test_fake_inventory_sample_is_the_built_in_hardware():
+    """The sample describes what the fake driver reports without an
+    inventory file; the driver reads it as the same devices."""
+    path = os.path.join(ETC, 'fake-inventory.yaml.sample')
+    with open(path) as f:
+        assert yaml.safe_load(f) == fake.DEFAULT_INVENTORY
+
+    CONF.set_override('inventory_file', path, group='fake_driver')
+    try:
+        from_sample = fake.FakeDriver(CONF).discover()
+    finally:
+        CONF.clear_override('inventory_file', group='fake_driver')
+    built_in = fake.FakeDriver(CONF).discover()
+    assert [d.to_dict() for d in from_sample] == \
+        [d.to_dict() for d in built_in]
+    assert [d.model for d in built_in] == ['PAC Arria 10 GX', 'Tesla T4']

@@ -1,0 +1,37 @@
+"""A conductor or broker that is away: 503, Retry-After, our error body."""
+
+import json
+
+import oslo_messaging as messaging
+import pytest
+
+from cyborg_like.api import errors
+from cyborg_like.common import exception
+from cyborg_like.conf import CONF
+
+
+@pytest.mark.parametrize('error', [
+    messaging.MessagingTimeout('No answer to list_devices within 2.0s'),
+    messaging.MessageDeliveryFailure(
+        'Unable to connect to AMQP server on 10.1.2.3:5672 after 2 tries'),
+    exception.RequestDeadlinePassed(request_id='req-1', late=1.5),
+])
+def test_unavailable_is_503_with_retry_after(error):
+    CONF.set_override('retry_after', 7, group='api')
+    try:
+        resp = errors.from_exception(error)
+    finally:
+        CONF.clear_override('retry_after', group='api')
+    assert resp.status_int == 503
+    assert resp.headers['Retry-After'] == '7'
+    fault = json.loads(json.loads(resp.body)['error_message'])
+    assert fault['faultcode'] == 'Server'
+    assert fault['error_code'].startswith('accel.')
+    # The broker's address is an internal: logged, never answered.
+    assert '10.1.2.3' not in resp.text and '5672' not in resp.text
+
+
+def test_other_errors_carry_no_retry_after():
+    resp = errors.from_exception(exception.DeviceNotFound(uuid='x'))
+    assert resp.status_int == 404
+    assert 'Retry-After' not in resp.headers
