@@ -88,6 +88,106 @@ def main(argv=None):
                     help='devices whose /health the lag probe polls')
     hb.set_defaults(module='scenario_heartbeats')
 
+    metrics = sub.add_parser('metrics', help='scraping a conductor\'s '
+                                             '/metrics with a large fleet, '
+                                             'and heartbeat ingest with and '
+                                             'without a scraper')
+    _common(metrics)
+    metrics.add_argument('--hosts', type=int, default=1250)
+    metrics.add_argument('--devices-per-host', type=int, default=8)
+    metrics.add_argument('--interval', type=float, default=2.0,
+                         help='heartbeat interval (s) of the runs')
+    metrics.add_argument('--duration', type=int, default=20,
+                         help='seconds of heartbeats per run')
+    metrics.add_argument('--agent-procs', type=int, default=2)
+    metrics.add_argument('--heartbeat-threads', type=int, default=16)
+    metrics.add_argument('--flush-interval', type=float, default=1.0)
+    metrics.add_argument('--report-threads', type=int, default=4)
+    metrics.add_argument('--sample-devices', type=int, default=4)
+    metrics.add_argument('--scrapes', type=int, default=20,
+                         help='scrapes one after the other')
+    metrics.add_argument('--scrape-interval', type=float, default=1.0,
+                         help='seconds between scrapes during the run '
+                              'with a scraper')
+    metrics.add_argument('--cache-seconds', type=int, default=0,
+                         help='[metrics] fleet_cache_seconds (0: a '
+                              'snapshot per scrape)')
+    metrics.set_defaults(module='scenario_metrics')
+
+    floor = sub.add_parser('floor', help='the API\'s own CPU per request '
+                                        'without RPC (in process, a '
+                                        'conductor that answers at once)')
+    floor.add_argument('--requests', type=int, default=2000)
+    floor.add_argument('--cprofile', action='store_true',
+                       help='print the top functions of GET /v2/devices')
+    floor.add_argument('--output', help='write the results as JSON here too')
+    floor.set_defaults(module='scenario_floor')
+
+    feed = sub.add_parser('availability', help='the availability feed '
+                                                '(full, 304, delta) with a '
+                                                'large fleet')
+    _common(feed)
+    feed.add_argument('--hosts', type=int, default=1250)
+    feed.add_argument('--devices-per-host', type=int, default=8)
+    feed.add_argument('--interval', type=float, default=5.0,
+                      help='heartbeat interval (s) of the run that marks '
+                           'the hosts up')
+    feed.add_argument('--duration', type=int, default=15,
+                      help='seconds of each wrk run')
+    feed.add_argument('--connections', type=int, default=8)
+    feed.add_argument('--agent-procs', type=int, default=2)
+    feed.add_argument('--heartbeat-threads', type=int, default=16)
+    feed.add_argument('--flush-interval', type=float, default=1.0)
+    feed.add_argument('--report-threads', type=int, default=4)
+    feed.add_argument('--sample-devices', type=int, default=4)
+    feed.set_defaults(module='scenario_availability')
+
+    sched = sub.add_parser('scheduling', help='ARQ cycles bound as Nova '
+                                             'binds and standalone '
+                                             '(POST .../schedule), '
+                                             'interleaved rounds')
+    _common(sched)
+    sched.add_argument('--hosts', type=int, default=125)
+    sched.add_argument('--devices-per-host', type=int, default=8)
+    sched.add_argument('--cycle-threads', type=int, default=8,
+                       help='client threads, each on its own host')
+    sched.add_argument('--cycle-seconds', type=int, default=20)
+    sched.add_argument('--max-cycles', type=int, default=20000)
+    sched.add_argument('--rounds', type=int, default=2)
+    sched.set_defaults(module='scenario_scheduling')
+
+    roll = sub.add_parser('rollout', help='one fleet rollout of a '
+                                          'bitstream (canary, waves) with '
+                                          'simulated agents, in process: '
+                                          'devices changed per minute, '
+                                          'conductor CPU, queries per wave')
+    _common(roll)
+    roll.add_argument('--hosts', type=int, default=1250)
+    roll.add_argument('--devices-per-host', type=int, default=8,
+                      help='FPGA regions per host')
+    roll.add_argument('--canary', default='1%')
+    roll.add_argument('--wave', default='10%',
+                      help='size of every wave after the canary')
+    roll.add_argument('--max-unavailable', type=int, default=200)
+    roll.add_argument('--per-host', type=int, default=8,
+                      help='max_unavailable_per_host')
+    roll.add_argument('--program-seconds', type=float, default=0.5,
+                      help='how long a simulated agent takes to program')
+    roll.add_argument('--interval', type=float, default=1.0,
+                      help='seconds between steps ([rollouts] interval)')
+    roll.add_argument('--workers', type=int, default=64,
+                      help='[conductor] workers')
+    roll.add_argument('--max-queued-work', type=int, default=256,
+                      help='[conductor] max_queued_work')
+    roll.add_argument('--max-seconds', type=int, default=1800)
+    roll.set_defaults(module='scenario_rollout')
+
+    compare = sub.add_parser('compare', help='cyborg_like and OpenStack '
+                                             'Cyborg 17 side by side, '
+                                             'interleaved rounds, one table')
+    from bench import scenario_compare
+    scenario_compare.add_arguments(compare)
+
     serve = sub.add_parser('serve', help='the deployment alone, left '
                                          'running for poking at by hand')
     _common(serve)

@@ -16,16 +16,20 @@ class HTTPError(Exception):
 
 
 class Client:
-    def __init__(self, base_url, timeout=60):
+    def __init__(self, base_url, timeout=60, headers=None):
         parsed = urllib.parse.urlsplit(base_url)
         self.host, self.port = parsed.hostname, parsed.port
         self.timeout = timeout
+        # Sent with every request (e.g. the identity headers Cyborg 17's
+        # API gets from keystonemiddleware: bench.cyborg17.HEADERS).
+        self.headers = dict(headers or {})
         self._conn = None
 
     def request(self, method, path, body=None, headers=None):
         """(status, parsed JSON body or None, seconds)."""
         data = None
         hdrs = {'Accept': 'application/json'}
+        hdrs.update(self.headers)
         if body is not None:
             data = json.dumps(body).encode()
             hdrs['Content-Type'] = 'application/json'
@@ -100,12 +104,26 @@ class CycleStats:
                 self.error_samples.append(text[:300])
 
 
+def _bind_request(arq_uuid, instance, hostname, rp_uuid, standalone):
+    """(method, path, body) binding an ARQ as Nova does, or standalone."""
+    if standalone:
+        return ('POST', '/v2/accelerator_requests/%s/schedule' % arq_uuid,
+                {'instance_uuid': instance, 'hostname': hostname})
+    return ('PATCH', '/v2/accelerator_requests', {arq_uuid: [
+        {'op': 'add', 'path': '/hostname', 'value': hostname},
+        {'op': 'add', 'path': '/device_rp_uuid', 'value': rp_uuid},
+        {'op': 'add', 'path': '/instance_uuid', 'value': instance}]})
+
+
 def arq_cycles(base_url, profile_name, targets, duration, max_cycles,
-               poll_interval=0.005, bind_timeout=30.0):
+               poll_interval=0.005, bind_timeout=30.0, headers=None,
+               standalone=False):
     """Create -> bind -> wait Bound -> unbind -> delete, in one thread per
     target (hostname, device_rp_uuid), for ``duration`` seconds or
     ``max_cycles`` cycles in all. Every unexpected status, BindFailed or
     timeout counts as an error (and the thread cleans up and goes on).
+    ``standalone``: bind with POST .../schedule on the target's host (the
+    conductor picks the deployable) instead of Nova's PATCH.
     """
     stats = CycleStats()
     stop_at = time.monotonic() + duration
@@ -127,7 +145,7 @@ def arq_cycles(base_url, profile_name, targets, duration, max_cycles,
                 step, status, want, json.dumps(body)[:200]))
 
     def worker(hostname, rp_uuid):
-        client = Client(base_url)
+        client = Client(base_url, headers=headers)
         while time.monotonic() < stop_at and take():
             began = time.monotonic()
             arq_uuid = None
@@ -140,14 +158,8 @@ def arq_cycles(base_url, profile_name, targets, duration, max_cycles,
                 timings['create'] = t
                 arq_uuid = body['arqs'][0]['uuid']
                 instance = str(uuid.uuid4())
-                status, body, t = client.request(
-                    'PATCH', '/v2/accelerator_requests', {arq_uuid: [
-                        {'op': 'add', 'path': '/hostname',
-                         'value': hostname},
-                        {'op': 'add', 'path': '/device_rp_uuid',
-                         'value': rp_uuid},
-                        {'op': 'add', 'path': '/instance_uuid',
-                         'value': instance}]})
+                status, body, t = client.request(*_bind_request(
+                    arq_uuid, instance, hostname, rp_uuid, standalone))
                 expect('bind', status, 202, body)
                 timings['bind'] = t
                 # Wait as Nova does: 423 until every ARQ of the instance

@@ -178,7 +178,8 @@ class Deployment(cloud.Cloud):
     def __init__(self, workdir, transport_url, db_url, backend,
                  flush_interval=1.0, host_down_after=60, api_threads=16,
                  gunicorn_workers=0, gunicorn_threads=8, conductor_workers=8,
-                 debug=False, db_options=(), api_env=None):
+                 debug=False, db_options=(), api_env=None,
+                 metrics_port=0, fleet_cache_seconds=15):
         self.backend = backend
         # The simulated agents, stopped before the services.
         self.services_extra = []
@@ -191,7 +192,9 @@ class Deployment(cloud.Cloud):
                               'heartbeat_flush_interval': flush_interval,
                               'workers': conductor_workers,
                               'agent_timeout': 30},
-                'agent': {'report_timeout': 120}},
+                'agent': {'report_timeout': 120},
+                'metrics': {'conductor_listen_port': metrics_port,
+                            'fleet_cache_seconds': fleet_cache_seconds}},
             service_config={'conductor': '[database]\n%s\n' % '\n'.join(
                 db_options)} if db_options else None,
             agent=False, api_env=api_env, gunicorn_workers=gunicorn_workers,

@@ -149,3 +149,6 @@ def main(paths):
             print(api_report(r))
         elif r.get('scenario') == 'heartbeats':
             print(heartbeats_report(r))
+        elif r.get('scenario') == 'compare':
+            from bench import report_compare
+            print(report_compare.report(r))

@@ -245,9 +245,10 @@ def _db_connections(dep):
         "WHERE VARIABLE_NAME = 'CONNECTIONS'"))
 
 
-def _cycles(dep, args, targets, prof, label):
-    infra.log('ARQ cycles: %d threads for %ds (at most %d cycles)',
-              len(targets), args.cycle_seconds, args.max_cycles)
+def _cycles(dep, args, targets, prof, label, standalone=False):
+    infra.log('ARQ cycles%s: %d threads for %ds (at most %d cycles)',
+              ' (standalone)' if standalone else '', len(targets),
+              args.cycle_seconds, args.max_cycles)
     if args.profile:
         for name in ('api', 'conductor'):
             prof.start(dep.services[name].pid, '%s-%s' % (label, name),
@@ -255,7 +256,8 @@ def _cycles(dep, args, targets, prof, label):
     offsets = {name: svc.log_size() for name, svc in dep.services.items()}
     cpu0 = dep.cpu()
     result = client.arq_cycles(dep.api_url, PROFILE_NAME, targets,
-                               args.cycle_seconds, args.max_cycles)
+                               args.cycle_seconds, args.max_cycles,
+                               standalone=standalone)
     cpu1 = dep.cpu()
     result['cpu_cores'] = {k: round((cpu1[k] - cpu0[k]) / result['seconds'],
                                     2) for k in cpu0}

@@ -231,3 +231,21 @@ def _loadavg():
             return f.read().split()[:3]
     except OSError:
         return None
+
+
+def reported_fleet(dep, args, results, prof):
+    """A fleet of ``args.hosts`` x ``args.devices_per_host`` devices
+    reported by one simulated agent, then one heartbeat run (hosts up,
+    utilization filled); returns the devices the lag probe samples."""
+    inv, inv_file = infra.simagent(
+        dep, 'simagent-inventory', hosts=args.hosts,
+        devices_per_host=args.devices_per_host,
+        report_threads=args.report_threads, report_only=True,
+        timeout=3600)
+    results['inventory'] = infra.simagent_ready_info(inv)
+    infra.simagent_result(inv, inv_file)
+    samples = _sample_devices(dep, args)
+    infra.log('one heartbeat run: hosts up, utilization filled')
+    _one_run(dep, args, args.interval, samples, prof)
+    return samples
+

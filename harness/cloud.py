@@ -24,6 +24,13 @@ from harness import process
 
 BIN = os.path.dirname(sys.executable)
 SPLIT, ALL_IN_ONE = 'split', 'all-in-one'
+# The agent of a cloud made here runs the stand-in driver playbooks
+# (tests/playbooks/README.md), never the real ones: those change the
+# machine they run on (apt sources, packages, kernel modules), and any
+# test that posts a driver operation (schemathesis does) would change
+# this one.
+STAND_IN_PLAYBOOKS = os.path.join(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))), 'tests', 'playbooks')
 
 
 def render(sections):
@@ -80,6 +87,11 @@ class Cloud:
         self.gunicorn_workers = gunicorn_workers
         self.gunicorn_threads = gunicorn_threads
         self.api_env = dict(api_env or {})
+        # Where the stand-in playbooks keep the "installed driver".
+        self.drivers_dir = os.path.join(workdir, 'drivers')
+        os.makedirs(self.drivers_dir, exist_ok=True)
+        agent_env = dict({'CYBORG_LIKE_TEST_DRIVERS': self.drivers_dir},
+                         **(agent_env or {}))
         self._engine = None
         self._write(self.config_file, render(merged(
             self._base_config(auth_strategy), config)))
@@ -98,7 +110,7 @@ class Cloud:
         self.services = {}
         if layout == ALL_IN_ONE:
             self._add('all-in-one', 'cyborg-like-all-in-one',
-                      self._with_db(), 'API listening on')
+                      self._with_db(), 'API listening on', env=agent_env)
             return
         self.conductor_hosts = {'conductor': self.host}
         for number in range(2, conductors + 1):
@@ -125,7 +137,9 @@ class Cloud:
     def _base_config(self, auth_strategy):
         config = {'DEFAULT': {'host': self.host, 'state_path':
                               os.path.join(self.workdir, 'state')},
-                  'api': {'host_ip': '127.0.0.1', 'port': self.api_port}}
+                  'api': {'host_ip': '127.0.0.1', 'port': self.api_port},
+                  'agent': {'playbook_dir': STAND_IN_PLAYBOOKS},
+                  'fake_driver': {'driver_state_dir': self.drivers_dir}}
         if self.transport_url:
             config['DEFAULT']['transport_url'] = self.transport_url
         if auth_strategy:

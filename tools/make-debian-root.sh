@@ -31,7 +31,10 @@ if [ "$(id -u)" != 0 ]; then
 fi
 if ! command -v debootstrap >/dev/null; then
     log "installing debootstrap"
-    apt-get update -qq && apt-get install -y -qq debootstrap >/dev/null
+    # A source of this machine that cannot be fetched makes update exit
+    # non-zero; the install below is the verdict.
+    apt-get update -qq || log "apt-get update reported errors; installing anyway"
+    apt-get install -y -qq debootstrap >/dev/null
 fi
 
 # The mirror apt already uses here (deb822 sources first, then the

@@ -13,6 +13,12 @@ cd "$(dirname "$0")/.."
 if ! command -v gcc >/dev/null && [ "$(id -u)" = 0 ]; then
     apt-get update -qq && apt-get install -y -qq gcc >/dev/null
 fi
+# test_prometheus.py: a real Prometheus (Debian's package; its service is
+# not started, the test runs its own on a free port).
+if ! command -v prometheus >/dev/null && [ "$(id -u)" = 0 ]; then
+    apt-get update -qq || echo "apt-get update reported errors; installing anyway" >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus >/dev/null
+fi
 tools/setup-venv.sh
 exec .venv/bin/python -m pytest -m integration tests/integration \
     -p no:cacheprovider "$@"

@@ -6,7 +6,7 @@ import re
 from cyborg_like.common import exception
 
 # Ids are names, never paths: nothing outside bitstream_dir is reachable.
-_ID = re.compile(r'^[A-Za-z0-9][A-Za-z0-9._-]{0,254}$')
+_ID = re.compile(r'^[A-Za-z0-9][A-Za-z0-9._-]{0,254}\Z')
 
 
 def locate(bitstream_dir, bitstream_id):

@@ -11,7 +11,6 @@ from cyborg_like.agent import rpcapi
 from cyborg_like.common import describe
 from cyborg_like.common import exception
 from cyborg_like.common import rpc
-from cyborg_like.conf import CONF
 from cyborg_like.drivers import base
 
 LOG = logging.getLogger(__name__)
@@ -21,15 +20,16 @@ LOG = logging.getLogger(__name__)
 class AgentManager:
     target = messaging.Target(version=rpcapi.RPC_API_VERSION)
 
-    def __init__(self, tracker, images=None, playbooks=None):
+    def __init__(self, conf, tracker, images=None, playbooks=None):
+        self.conf = conf
         self.tracker = tracker
         # agent/playbook_runner.PlaybookRunner: driver operations.
         self.playbooks = playbooks
         # Catalog images fetched by id (image_cache.py).
         self.images = images or image_cache.ImageCache(
-            CONF.agent.image_cache_dir,
-            CONF.agent.image_cache_size * 1024 * 1024,
-            image_cache.http_fetcher(CONF))
+            conf.agent.image_cache_dir,
+            conf.agent.image_cache_size * 1024 * 1024,
+            image_cache.http_fetcher(conf))
 
     def resync_inventory(self, context):
         LOG.info('Conductor asked for the whole inventory (request %s)',
@@ -64,7 +64,7 @@ class AgentManager:
             # sha256 verified before anything is programmed.
             path = self.images.path_for(job['image'])
         else:
-            path = bitstreams.locate(CONF.agent.bitstream_dir,
+            path = bitstreams.locate(self.conf.agent.bitstream_dir,
                                      job['bitstream_id'])
         what = '%s of %s' % (job['deployable_name'],
                              describe.controlpath(job['controlpath_id']))
@@ -110,13 +110,37 @@ class AgentManager:
                  describe.mapping(new))
         return {'old': old, 'new': new}
 
+    def apply_mig_layout(self, context, job):
+        """Cut a GPU into the MIG devices of ``job['layout']``, then
+        discover again: its deployables are those MIG devices. Returns the
+        layout before and after."""
+        driver = self._driver(job['driver_name'])
+        if not isinstance(driver, base.MigPartitioning):
+            raise exception.DriverError(
+                driver=job['driver_name'], reason='it has no MIG layouts')
+        cpid, layout = job['controlpath_id'], job['layout']
+        old = driver.mig_layout(cpid)
+        started = time.monotonic()
+        LOG.info('Applying MIG layout [%s] to %s (now [%s])',
+                 ', '.join(layout), describe.controlpath(cpid),
+                 ', '.join(old))
+        try:
+            new = driver.apply_mig_layout(cpid, layout)
+        finally:
+            self._rediscover()
+        LOG.info('MIG layout of %s applied in %.1f s: [%s]',
+                 describe.controlpath(cpid), time.monotonic() - started,
+                 ', '.join(new))
+        return {'old': old, 'new': new}
+
     def _rediscover(self):
         # Even a failed flash may have changed what the card shows; a
         # report that fails now is retried by the discovery loop.
         try:
             self.tracker.update_inventory(force=True)
         except Exception:
-            LOG.exception('Reporting the inventory after a flash failed')
+            LOG.exception('Reporting the inventory after a change of the '
+                          'hardware failed')
 
     def release_attach_handle(self, context, released):
         self.tracker.release(released)

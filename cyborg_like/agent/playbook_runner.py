@@ -246,7 +246,8 @@ def _local_inventory():
 def _extravars(job):
     return dict(playbooks.extravars(job['family'], job['action'],
                                     job['parameters']),
-                cyborg_like_operation=job['operation_uuid'])
+                cyborg_like_operation=job['operation_uuid'],
+                cyborg_like_hostname=job['hostname'])
 
 
 def _envvars():

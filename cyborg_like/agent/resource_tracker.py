@@ -4,9 +4,17 @@ The tracker runs every enabled driver, merges their devices into one
 inventory, and sends it to the conductor only when it differs from the last
 one the conductor accepted (or when the conductor asks). A driver that fails
 keeps its last known devices and never stops the others.
+
+Drivers that hear of faults as they happen (base.HealthWatching) make it
+send a heartbeat at once, marked urgent, which the conductor writes without
+waiting for its next batch. Urgent beats are coalesced: at most one is in
+flight, changes meanwhile are folded into the next one, and two are at
+least URGENT_MIN_SPACING apart, so an event storm cannot flood the
+conductor.
 """
 
 import threading
+import time
 
 from oslo_log import log as logging
 import oslo_messaging as messaging
@@ -28,6 +36,8 @@ AGENT_VERSION = '1.2'
 CONDUCTOR_AWAY = (messaging.MessagingTimeout,
                   messaging.MessageDeliveryFailure)
 FIRST_REPORT_FIRST_PAUSE = 0.1
+# Seconds between the starts of two urgent heartbeats, at least.
+URGENT_MIN_SPACING = 0.25
 
 
 def load_drivers(conf):
@@ -55,6 +65,9 @@ class ResourceTracker:
         self._restored = False      # handles in use checked since start
         self._unconfirmed = {}      # handle uuid -> erased, to tell again
         self._lock = threading.Lock()
+        # One heartbeat at a time (periodic or urgent).
+        self._beating = threading.Lock()
+        self._urgent = _UrgentBeats(self._urgent_heartbeat)
 
     def discover(self):
         """Run every driver; return the host's whole inventory."""
@@ -174,12 +187,57 @@ class ResourceTracker:
             LOG.info('Checked %d attach handle(s) held by workloads',
                      len(bound))
 
-    def heartbeat(self):
-        if self._unconfirmed:
-            self._confirm_releases()
-        self.conductor_api.heartbeat(ctx.get_admin_context(), self.host,
-                                     AGENT_VERSION, self._reported_hash,
-                                     self.health())
+    def heartbeat(self, urgent=False):
+        """Send the readings of every driver; ``urgent`` asks the conductor
+        to write them at once (a conductor before RPC 1.12 takes a plain
+        heartbeat)."""
+        with self._beating:
+            if self._unconfirmed:
+                self._confirm_releases()
+            self.conductor_api.heartbeat(
+                ctx.get_admin_context(), self.host, AGENT_VERSION,
+                self._reported_hash, self.health(),
+                **({'urgent': True} if urgent else {}))
+
+    def _urgent_heartbeat(self):
+        try:
+            self.heartbeat(urgent=True)
+        except CONDUCTOR_AWAY as error:
+            LOG.warning('Urgent heartbeat: no conductor answered (%s); the '
+                        'next heartbeat carries the change',
+                        type(error).__name__)
+        except Exception:
+            LOG.exception('Urgent heartbeat failed; the next heartbeat '
+                          'carries the change')
+
+    def health_changed(self):
+        """A watching driver saw a device's health change: send the
+        readings now (coalesced). Called from the driver's thread."""
+        self._urgent.want()
+
+    def start_watching(self):
+        """Start the health watchers of the drivers that have one."""
+        self._urgent.start()
+        for name, driver in self.drivers.items():
+            if not isinstance(driver, base.HealthWatching):
+                continue
+            try:
+                driver.watch_health(self.health_changed)
+            except Exception:
+                LOG.exception('Driver %s could not start watching health; '
+                              'its devices are checked at every heartbeat '
+                              'only', name)
+
+    def stop_watching(self):
+        for name, driver in self.drivers.items():
+            if not isinstance(driver, base.HealthWatching):
+                continue
+            try:
+                driver.stop_watching()
+            except Exception:
+                LOG.exception('Driver %s failed to stop watching health',
+                              name)
+        self._urgent.stop()
 
     def health(self):
         """Readings of every driver that reports health; a failing driver
@@ -193,3 +251,47 @@ class ResourceTracker:
             except Exception:
                 LOG.exception('Driver %s failed to report health', name)
         return readings
+
+
+class _UrgentBeats:
+    """Runs ``send`` on its own thread when wanted: one run at a time,
+    wishes made during a run folded into one more run, runs at least
+    URGENT_MIN_SPACING apart."""
+
+    def __init__(self, send):
+        self._send = send
+        self._wanted = threading.Event()
+        self._stopping = threading.Event()
+        self._thread = None
+
+    def start(self):
+        if self._thread is not None:
+            return
+        self._stopping.clear()
+        self._thread = threading.Thread(target=self._run,
+                                        name='agent-urgent-heartbeat',
+                                        daemon=True)
+        self._thread.start()
+
+    def want(self):
+        self._wanted.set()
+
+    def stop(self):
+        self._stopping.set()
+        self._wanted.set()          # wake it
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        self._wanted.clear()
+
+    def _run(self):
+        while True:
+            self._wanted.wait()
+            if self._stopping.is_set():
+                return
+            self._wanted.clear()    # what comes from now on: next run
+            started = time.monotonic()
+            self._send()
+            pause = URGENT_MIN_SPACING - (time.monotonic() - started)
+            if pause > 0 and self._stopping.wait(pause):
+                return

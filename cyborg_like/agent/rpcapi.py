@@ -7,6 +7,7 @@ History (bump the minor version for every compatible change, and note it):
 * 1.2 - program
 * 1.3 - flash_firmware
 * 1.4 - start_playbook, cancel_playbook (driver operations)
+* 1.5 - apply_mig_layout
 """
 
 import oslo_messaging as messaging
@@ -15,7 +16,7 @@ from cyborg_like.common import rpc
 from cyborg_like.conf import CONF
 
 TOPIC = 'cyborg_like-agent'
-RPC_API_VERSION = '1.4'
+RPC_API_VERSION = '1.5'
 
 
 class AgentAPI:
@@ -73,6 +74,15 @@ class AgentAPI:
                                      timeout=timeout,
                                      retry=rpc.publish_retries())
         return rpc.call_reaching_broker(cctxt, context, 'flash_firmware',
+                                        job=job)
+
+    def apply_mig_layout(self, context, host, job, timeout):
+        """Cut ``job``'s GPU into its MIG ``layout`` and discover it again;
+        returns the layout before and after ({'old', 'new'})."""
+        cctxt = self._client.prepare(server=host, version='1.5',
+                                     timeout=timeout,
+                                     retry=rpc.publish_retries())
+        return rpc.call_reaching_broker(cctxt, context, 'apply_mig_layout',
                                         job=job)
 
     def release_attach_handle(self, context, host, released):

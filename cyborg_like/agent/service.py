@@ -12,30 +12,30 @@ from cyborg_like.agent import rpcapi
 from cyborg_like.common import periodic
 from cyborg_like.common import rpc
 from cyborg_like.conductor import rpcapi as conductor_rpcapi
-from cyborg_like.conf import CONF
 
 LOG = logging.getLogger(__name__)
 
 
 class AgentService:
-    def __init__(self, host=None, drivers=None):
-        self.host = host or CONF.host
+    def __init__(self, conf, host=None, drivers=None):
+        self.conf = conf
+        self.host = host or conf.host
         conductor_api = conductor_rpcapi.ConductorAPI(
-            timeout=CONF.agent.report_timeout,
-            call_monitor_timeout=CONF.agent.report_pickup_timeout)
+            timeout=conf.agent.report_timeout,
+            call_monitor_timeout=conf.agent.report_pickup_timeout)
         self.tracker = resource_tracker.ResourceTracker(
-            self.host, CONF, conductor_api, drivers=drivers)
+            self.host, conf, conductor_api, drivers=drivers)
         self.playbooks = playbook_runner.PlaybookRunner(
-            self.host, CONF, conductor_rpcapi.ConductorAPI(
-                timeout=CONF.agent.report_timeout), self.tracker)
+            self.host, conf, conductor_rpcapi.ConductorAPI(
+                timeout=conf.agent.report_timeout), self.tracker)
         target = messaging.Target(topic=rpcapi.TOPIC, server=self.host)
-        self.manager = manager.AgentManager(self.tracker,
+        self.manager = manager.AgentManager(conf, self.tracker,
                                             playbooks=self.playbooks)
         self._server = rpc.get_server(target, [self.manager])
         self._periodic = periodic.Periodic('agent-periodics', [
-            (CONF.agent.discovery_interval,
+            (conf.agent.discovery_interval,
              _quiet_while_conductor_away(self.tracker.update_inventory)),
-            (CONF.agent.heartbeat_interval,
+            (conf.agent.heartbeat_interval,
              _quiet_while_conductor_away(self.tracker.heartbeat)),
         ])
         self._stopping = threading.Event()
@@ -55,16 +55,19 @@ class AgentService:
 
     def _report_then_loop(self):
         if self.tracker.report_first(
-                self._stopping, CONF.agent.first_report_max_interval):
+                self._stopping, self.conf.agent.first_report_max_interval):
             self._periodic.start()
+            # Faults drivers hear of as they happen: heartbeats at once.
+            self.tracker.start_watching()
 
     def quiesce(self):
-        """Stop discovery and heartbeats (which call the conductor); keep
-        answering the conductor until ``stop``."""
+        """Stop discovery, heartbeats and health watchers (which call the
+        conductor); keep answering the conductor until ``stop``."""
         self._stopping.set()
         if self._starter is not None:
             self._starter.join()
             self._starter = None
+        self.tracker.stop_watching()
         self._periodic.stop()
 
     def stop(self):

@@ -15,15 +15,21 @@ import webob.exc
 from cyborg_like.api import access_log
 from cyborg_like.api import errors
 from cyborg_like.api import hooks
+from cyborg_like.api import metrics
+from cyborg_like.api import pecan_argspec  # noqa: F401 (installs a cache)
+from cyborg_like.api import read_model
 from cyborg_like.api import validation
 from cyborg_like.api.controllers import root
+from cyborg_like.catalog import store as store_lib
 from cyborg_like.conductor import rpcapi
 
 LOG = logging.getLogger(__name__)
 
 # Version discovery and the API description are public, as in Cyborg:
-# clients read them before they have a token.
-PUBLIC_PATHS = ('/', '/openapi.yaml', '/openapi.json')
+# clients read them before they have a token. So are the API's metrics
+# (api/metrics.py, answered before authentication): request counts and
+# latency by route template and status, no project data.
+PUBLIC_PATHS = ('/', '/openapi.yaml', '/openapi.json', '/metrics')
 
 
 class PublicPaths:
@@ -69,7 +75,7 @@ class SaneRequests:
             return self._checked(request)
         except webob.exc.HTTPException as error:
             # A refused body, or one the body limit cut while read.
-            return errors.from_exception(error)
+            return errors.from_http_exception(error)
 
     def _checked(self, request):
         if not self._url_is_clean(request.environ):
@@ -235,15 +241,17 @@ def _is_form(content_type):
 
 def setup_app(conf, conductor_api=None):
     """Build the API; ``rpc.init`` must have been called already."""
-    conductor_api = conductor_api or rpcapi.ConductorAPI(
-        timeout=conf.api.conductor_timeout)
+    conductor_api = read_model.wrap(conductor_api or rpcapi.ConductorAPI(
+        timeout=conf.api.conductor_timeout), conf)
     app = pecan.make_app(
         root.RootController(),
         hooks=[hooks.ContextHook(conf.api.auth_strategy),
-               hooks.ServiceHook(conductor_api, conf.api),
+               hooks.ServiceHook(conductor_api, conf,
+                                 store_lib.Stores(conf)),
                hooks.MicroversionHook(),
                hooks.EmptyBodyHook(),
-               hooks.ErrorHook()],
+               read_model.ETagHook(),
+               hooks.ErrorHook(conf.api.retry_after)],
         force_canonical=False,
         guess_content_type_from_ext=False,
         logging=False,
@@ -256,4 +264,5 @@ def setup_app(conf, conductor_api=None):
         LOG.warning('API authentication is off ([api] auth_strategy = '
                     'noauth): every caller is an admin.')
     app = StreamedBodies(BodySizeLimit(SaneRequests(app), conf), app)
-    return request_id.RequestId(access_log.AccessLog(app))
+    app = request_id.RequestId(access_log.AccessLog(app))
+    return metrics.Middleware(app) if conf.metrics.api_enabled else app

@@ -21,7 +21,6 @@ import webob
 import webob.exc
 
 from cyborg_like.common import exception
-from cyborg_like.conf import CONF
 
 LOG = logging.getLogger(__name__)
 
@@ -30,6 +29,7 @@ _STATUS_BY_KIND = (
     (exception.TooLarge, 413),
     (exception.Invalid, 400),
     (exception.Conflict, 409),
+    (exception.Gone, 410),
     (exception.Forbidden, 403),
     (exception.ServiceUnavailable, 503),
 )
@@ -63,16 +63,22 @@ def response(status, message, headers=None, code=None):
     return resp
 
 
-def from_exception(error):
-    """The error response for anything a handler raised."""
+def from_http_exception(error):
+    """The error response for a webob HTTP error (the API's own 4xx)."""
+    return response(error.code, error.detail or error.explanation,
+                    _passed_headers(error))
+
+
+def from_exception(error, retry_after):
+    """The error response for anything a handler raised; a 503 tells to
+    retry after ``retry_after`` seconds ([api] retry_after)."""
     if isinstance(error, webob.exc.HTTPException):
-        return response(error.code, error.detail or error.explanation,
-                        _passed_headers(error))
+        return from_http_exception(error)
     if isinstance(error, messaging.MessagingTimeout):
         LOG.error('The conductor did not answer in time: %s', error)
         return unavailable('The conductor did not answer in time; the '
                            'service may be down or overloaded. Try again '
-                           'later.')
+                           'later.', retry_after)
     if isinstance(error, messaging.RemoteError):
         # The conductor failed unexpectedly: the message holds its
         # traceback, server paths and SQL. They stay in the log, under the
@@ -85,10 +91,10 @@ def from_exception(error):
         LOG.error('Could not reach the conductor: %s', error)
         return unavailable('Could not reach the conductor; the message '
                            'broker may be down. Try again later.',
-                           code='accel.conductor.unreachable')
+                           retry_after, code='accel.conductor.unreachable')
     if isinstance(error, exception.CyborgLikeException):
         status = status_for(error)
-        headers = ({'Retry-After': str(CONF.api.retry_after)}
+        headers = ({'Retry-After': str(retry_after)}
                    if status == 503 else None)
         return response(status, error.message, headers,
                         code=error.error_code)
@@ -109,11 +115,11 @@ def _unexpected(code):
                          'its request id.', code=code)
 
 
-def unavailable(message, code=None):
+def unavailable(message, retry_after, code=None):
     """503 with Retry-After ([api] retry_after): the conductor or the
     broker is away; the request was not carried out and may be retried."""
     return response(503, message,
-                    {'Retry-After': str(CONF.api.retry_after)}, code=code)
+                    {'Retry-After': str(retry_after)}, code=code)
 
 
 def _passed_headers(error):

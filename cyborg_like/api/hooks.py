@@ -34,15 +34,20 @@ class ContextHook(hooks.PecanHook):
 
 
 class ServiceHook(hooks.PecanHook):
-    """Hands every handler the RPC client to the conductor and [api] conf."""
+    """Hands every handler what the API was built with: the RPC client to
+    the conductor, the configuration (``conf``, and ``api_conf`` its
+    [api] group) and the catalog's image stores."""
 
-    def __init__(self, conductor_api, api_conf):
+    def __init__(self, conductor_api, conf, stores):
         self.conductor_api = conductor_api
-        self.api_conf = api_conf
+        self.conf = conf
+        self.stores = stores
 
     def on_route(self, state):
         state.request.conductor_api = self.conductor_api
-        state.request.api_conf = self.api_conf
+        state.request.conf = self.conf
+        state.request.api_conf = self.conf.api
+        state.request.stores = self.stores
 
 
 class MicroversionHook(hooks.PecanHook):
@@ -79,10 +84,14 @@ class EmptyBodyHook(hooks.PecanHook):
 
 
 class ErrorHook(hooks.PecanHook):
-    """Turns whatever a request raised into the one JSON error body."""
+    """Turns whatever a request raised into the one JSON error body;
+    a 503 says to retry after ``retry_after`` seconds."""
+
+    def __init__(self, retry_after):
+        self.retry_after = retry_after
 
     def on_error(self, state, error):
-        return errors.from_exception(error)
+        return errors.from_exception(error, self.retry_after)
 
 
 def public_url(request):

@@ -14,6 +14,7 @@ the database.
 
 import abc
 import os
+import threading
 import uuid as uuid_lib
 
 import stevedore
@@ -130,6 +131,24 @@ def _remove(path):
         os.unlink(path)
     except FileNotFoundError:
         pass
+
+
+class Stores:
+    """The stores of one configuration, each loaded once, by name (an
+    image names the store it was put in, which may no longer be the
+    configured one)."""
+
+    def __init__(self, conf):
+        self.conf = conf
+        self._loaded = {}
+        self._lock = threading.Lock()
+
+    def get(self, name=None):
+        name = name or self.conf.catalog.store
+        with self._lock:
+            if name not in self._loaded:
+                self._loaded[name] = load(self.conf, name)
+            return self._loaded[name]
 
 
 def load(conf, name=None):

@@ -21,7 +21,7 @@ API_VERSION_OPTION = 'os_accel_like_api_version'
 DEFAULT_API_VERSION = '2'
 API_VERSIONS = ('2',)
 COMMAND_PREFIX = 'accel-like'
-_VERSION = re.compile(r'^2(\.[0-9]+)?$')
+_VERSION = re.compile(r'^2(\.[0-9]+)?\Z')
 
 
 def check_api_version(version):

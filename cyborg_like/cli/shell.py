@@ -21,7 +21,8 @@ from cyborg_like.cli import plugin
 
 COMMAND_GROUP = 'openstack.%s.v2' % plugin.API_NAME
 DESCRIPTION = ('Operate a cyborg_like accelerator service: hosts, devices '
-               '(health, firmware), deployables and programming, '
+               '(health, firmware, MIG layouts), deployables and '
+               'programming, '
                'operations, the image catalog, device profiles, '
                'accelerator requests, attributes, quotas.')
 

@@ -162,6 +162,15 @@ class FailAfterOutput:
 
     failure = None
 
+    def operation_result(self, operation, args):
+        """``operation`` as the command shows it: with --wait, followed to
+        its end first (a failed one then makes the command exit 1)."""
+        if args.wait:
+            operation = follow_operation(self.api, operation['uuid'],
+                                         args.timeout)
+            self.failure = operation_failure(operation)
+        return operation
+
     def run(self, parsed_args):
         result = super().run(parsed_args)
         if self.failure:

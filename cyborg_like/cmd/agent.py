@@ -18,6 +18,6 @@ OPTIONS = (
 
 
 def main():
-    common.prepare(sys.argv[1:], description=DESCRIPTION,
-                   options=OPTIONS)
-    service.run([agent_service.AgentService()])
+    conf = common.prepare(sys.argv[1:], description=DESCRIPTION,
+                          options=OPTIONS)
+    service.run([agent_service.AgentService(conf)])

@@ -40,8 +40,8 @@ def build_services(conf):
     from cyborg_like.conductor import service as conductor_service
     server.check_exposure(conf)
     _prepare_database(conf)
-    return [conductor_service.ConductorService(),
-            agent_service.AgentService(),
+    return [conductor_service.ConductorService(conf),
+            agent_service.AgentService(conf),
             server.APIServer(app.setup_app(conf), conf.api.host_ip,
                              conf.api.port, conf.api.threads,
                              loopback_only=server.noauth_must_stay_local(

@@ -22,4 +22,4 @@ def main():
     conf = common.prepare(sys.argv[1:], description=DESCRIPTION,
                           options=OPTIONS)
     common.require_database(conf, 'cyborg-like-conductor')
-    service.run([conductor_service.ConductorService()])
+    service.run([conductor_service.ConductorService(conf)])

@@ -40,9 +40,11 @@ DEB_PATH = {'type': 'string', 'maxLength': 255,
 # One line of sources.list, e.g. "deb [signed-by=/usr/share/keyrings/x.gpg]
 # https://example.invalid/repo bookworm main".
 # Printable ASCII, not \S: Python's \S refuses separators such as \x1d
-# that ECMA-262's (the OpenAPI document's) takes.
+# that ECMA-262's (the OpenAPI document's) takes; the options between
+# brackets too (printable ASCII but "]"), which keeps NUL out, which the
+# API refuses in any string.
 APT_REPOSITORY = {'type': 'string', 'maxLength': 512,
-                  'pattern': r'^deb (\[[^\]\n]*\] )?[a-z+]+:[!-~]+'
+                  'pattern': r'^deb (\[[ -\\^-~]*\] )?[a-z+]+:[!-~]+'
                              r'( [!-~]+)+\Z'}
 
 _COMMON = {

@@ -18,11 +18,15 @@ class CyborgLikeException(Exception):
         self.kwargs = kwargs
         if message is None:
             try:
-                message = self.msg_fmt % kwargs
+                message = self.msg_fmt % self._shown(kwargs)
             except (KeyError, TypeError):
                 message = self.msg_fmt
         self.message = message
         super().__init__(message)
+
+    def _shown(self, kwargs):
+        """The values put in the message (all of them, by default)."""
+        return kwargs
 
     def __str__(self):
         return self.message
@@ -31,6 +35,16 @@ class CyborgLikeException(Exception):
 class NotFound(CyborgLikeException):
     msg_fmt = 'Resource could not be found.'
     error_code = 'accel.not_found'
+
+    #: What was looked up comes from the client: one longer than this is
+    #: cut, so a 6 KB name sent is not answered back in the 404 (nor fills
+    #: the log).
+    LONGEST_SHOWN = 255
+
+    def _shown(self, kwargs):
+        return {key: '%s... (%d characters)' % (value[:64], len(value))
+                if isinstance(value, str) and len(value) > self.LONGEST_SHOWN
+                else value for key, value in kwargs.items()}
 
 
 class Invalid(CyborgLikeException):
@@ -249,3 +263,47 @@ class IncompatibleImage(Conflict):
     msg_fmt = ('Image %(image)s needs interface %(needed)s; region '
                '%(region)s offers %(offered)s.')
     error_code = 'accel.bitstream.incompatible'
+
+
+class Gone(CyborgLikeException):
+    msg_fmt = 'The resource is no longer available.'
+    error_code = 'accel.gone'
+
+
+class AvailabilityCursorInvalid(Invalid):
+    msg_fmt = ('Cursor %(cursor)s is not one this feed gave: it is newer '
+               'than the newest change. Ask again without since.')
+    error_code = 'accel.availability.cursor_invalid'
+
+
+class AvailabilityCursorExpired(Gone):
+    msg_fmt = ('Cursor %(cursor)s is older than the changes this feed '
+               'keeps ([conductor] availability_changes_retention). Ask '
+               'again without since for the whole feed.')
+    error_code = 'accel.availability.cursor_expired'
+
+
+
+class LeaseNotFound(NotFound):
+    msg_fmt = 'Lease %(uuid)s could not be found.'
+    error_code = 'accel.lease.not_found'
+
+
+class LeaseConflict(Conflict):
+    """The devices cannot be guaranteed: ``lease`` (a uuid) holds one of
+    them in an overlapping window."""
+    msg_fmt = ('The devices cannot be guaranteed: lease %(lease)s holds '
+               'device %(device)s from %(starts_at)s to %(ends_at)s '
+               '(UTC, grace included).')
+    error_code = 'accel.lease.conflict'
+
+
+class LeaseNoDevices(Conflict):
+    msg_fmt = ('Only %(found)d device(s) match the lease (%(what)s); '
+               '%(count)d asked.')
+    error_code = 'accel.lease.no_devices'
+
+
+class LeaseBadState(Conflict):
+    msg_fmt = 'Lease %(uuid)s is %(state)s; only an active lease can end.'
+    error_code = 'accel.lease.bad_state'

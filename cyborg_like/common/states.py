@@ -9,6 +9,18 @@ Accelerator requests (ARQs), Cyborg's states::
 Deleting an ARQ removes its row in one transaction: there is no
 "Deleting" state to get stuck in (Cyborg declares one and never enters it).
 
+Devices in service, as their health readings move them (db/health.py)::
+
+    serving --drain--> drained            (unhealthy; not bindable,
+    flagged --drain--> drained             Placement inventory reserved)
+    serving --flag--> flagged             (unhealthy, but the drain circuit
+                                           breaker is open: still bindable)
+    drained / flagged --recover--> serving  ([health] recovery_checks
+                                             healthy readings in a row)
+
+An operator's status (enabled, maintaining) is apart from this: recovery
+never enables a device an operator took out of service.
+
 Catalog images (bitstreams and firmware)::
 
     queued --upload--> uploading --activate--> active
@@ -20,7 +32,8 @@ supersedes one a conductor or API died in the middle of, whose end then
 finds the id changed and changes nothing. An active image never changes.
 
 Operations (long work on a host that clients poll: programming a region,
-flashing a device's firmware)::
+flashing a device's firmware, cutting a GPU into MIG devices, a driver
+operation)::
 
     pending --start--> running --succeed--> succeeded
     pending / running / cancelling --fail--> failed
@@ -101,6 +114,17 @@ RESOLVED = {BOUND: 'completed', BIND_FAILED: 'failed'}
 HOLDING = (BIND_STARTED, BOUND)
 
 
+# Devices in service.
+SERVING, DRAINED, FLAGGED = 'serving', 'drained', 'flagged'
+DRAIN, FLAG, RECOVER = 'drain', 'flag', 'recover'
+
+DEVICE_SERVICE = StateMachine('device service', SERVING, [
+    (DRAIN, (SERVING, FLAGGED), DRAINED),
+    (FLAG, (SERVING,), FLAGGED),
+    (RECOVER, (DRAINED, FLAGGED), SERVING),
+])
+
+
 # Operations.
 PENDING, RUNNING, SUCCEEDED, FAILED = ('pending', 'running', 'succeeded',
                                        'failed')
@@ -127,3 +151,114 @@ BITSTREAM = StateMachine('image', QUEUED, [
     (ACTIVATE, (UPLOADING,), ACTIVE),
     (FAIL, (UPLOADING,), FAILED),
 ], terminal=(ACTIVE,))
+
+
+# Device leases (db/leases.py, docs/leases.md). A lease is in effect until
+# it is given back by its lessee, revoked by the lessor or has no window
+# left; each of its windows (one occurrence of its recurrence) moves on as
+# the conductors' lease periodic finds its boundaries passed::
+#
+#     active --give_back--> returned
+#     active --revoke--> revoked
+#     active --expire--> expired
+#
+#     scheduled --open--> open --notify--> noticed
+#     scheduled / open / noticed --close--> closed    (the lessee's ARQs on
+#                                                      the devices unbound)
+#     scheduled / open / noticed --cancel--> cancelled (the lease ended)
+LEASE_ACTIVE, RETURNED, REVOKED, EXPIRED = ('active', 'returned', 'revoked',
+                                            'expired')
+GIVE_BACK, REVOKE, EXPIRE = 'give_back', 'revoke', 'expire'
+
+LEASE = StateMachine('lease', LEASE_ACTIVE, [
+    (GIVE_BACK, (LEASE_ACTIVE,), RETURNED),
+    (REVOKE, (LEASE_ACTIVE,), REVOKED),
+    (EXPIRE, (LEASE_ACTIVE,), EXPIRED),
+], terminal=(RETURNED, REVOKED, EXPIRED))
+
+WINDOW_SCHEDULED, WINDOW_OPEN, WINDOW_NOTICED, WINDOW_CLOSED = (
+    'scheduled', 'open', 'noticed', 'closed')
+WINDOW_CANCELLED = 'cancelled'
+OPEN, NOTIFY, CLOSE = 'open', 'notify', 'close'
+
+LEASE_WINDOW = StateMachine('lease window', WINDOW_SCHEDULED, [
+    (OPEN, (WINDOW_SCHEDULED,), WINDOW_OPEN),
+    (NOTIFY, (WINDOW_OPEN,), WINDOW_NOTICED),
+    (CLOSE, (WINDOW_SCHEDULED, WINDOW_OPEN, WINDOW_NOTICED), WINDOW_CLOSED),
+    (CANCEL, (WINDOW_SCHEDULED, WINDOW_OPEN, WINDOW_NOTICED),
+     WINDOW_CANCELLED),
+], terminal=(WINDOW_CLOSED, WINDOW_CANCELLED))
+
+# Windows holding their devices (reserved in Placement, counted reserved
+# by the availability feed).
+HOLDING_WINDOWS = (WINDOW_OPEN, WINDOW_NOTICED)
+
+
+# Fleet rollouts (db/rollouts.py, conductor/rollouts.py, docs/rollouts.md).
+# A rollout is carried by one conductor (its owner) through its waves; a
+# rollout whose owner stops heartbeating is taken over by another::
+#
+#     running --pause--> paused --resume--> running
+#     running / paused --succeed--> succeeded
+#     running / paused --stop--> rolling_back --finish_rollback--> failed
+#     running / paused / rolling_back --abort--> aborted
+#     succeeded / failed / aborted --rollback--> manual_rollback
+#     manual_rollback --finish_manual_rollback--> rolled_back
+#
+# A dry run is never stored: it answers the waves the rollout would have.
+ROLLOUT_RUNNING, ROLLOUT_PAUSED, ROLLOUT_SUCCEEDED = ('running', 'paused',
+                                                     'succeeded')
+ROLLOUT_FAILED, ROLLOUT_ABORTED = 'failed', 'aborted'
+ROLLING_BACK, ROLLED_BACK = 'rolling_back', 'rolled_back'
+MANUAL_ROLLBACK = 'manual_rollback'
+PAUSE, RESUME, ROLLBACK, FINISH_ROLLBACK, FINISH_MANUAL_ROLLBACK = (
+    'pause', 'resume', 'rollback', 'finish_rollback',
+    'finish_manual_rollback')
+STOP = 'stop'
+
+ROLLOUT = StateMachine('rollout', ROLLOUT_RUNNING, [
+    (PAUSE, (ROLLOUT_RUNNING,), ROLLOUT_PAUSED),
+    (RESUME, (ROLLOUT_PAUSED,), ROLLOUT_RUNNING),
+    (SUCCEED, (ROLLOUT_RUNNING, ROLLOUT_PAUSED), ROLLOUT_SUCCEEDED),
+    # The failure budget or a canary failed: the changed targets go back.
+    (STOP, (ROLLOUT_RUNNING, ROLLOUT_PAUSED), ROLLING_BACK),
+    (FINISH_ROLLBACK, (ROLLING_BACK,), ROLLOUT_FAILED),
+    (ABORT, (ROLLOUT_RUNNING, ROLLOUT_PAUSED, ROLLING_BACK),
+     ROLLOUT_ABORTED),
+    # An operator's rollback of a finished rollout.
+    (ROLLBACK, (ROLLOUT_SUCCEEDED, ROLLOUT_FAILED, ROLLOUT_ABORTED),
+     MANUAL_ROLLBACK),
+    (FINISH_MANUAL_ROLLBACK, (MANUAL_ROLLBACK,), ROLLED_BACK),
+], terminal=(ROLLED_BACK,))
+
+# The states a rollout ends in (a manual rollback may still follow).
+ROLLOUT_ENDED = (ROLLOUT_SUCCEEDED, ROLLOUT_FAILED, ROLLOUT_ABORTED,
+                 ROLLED_BACK)
+
+# The states a conductor drives (owns) a rollout in.
+ROLLOUT_ACTIVE = (ROLLOUT_RUNNING, ROLLING_BACK, MANUAL_ROLLBACK)
+
+# Each target of a rollout (a region, a device or a host)::
+#
+#     pending / skipped_busy --begin--> in_progress --finish--> gating
+#     pending --skip_busy--> skipped_busy    (a workload holds it)
+#     gating --pass--> done
+#     in_progress / gating --fail--> failed
+#     done / gating / failed --revert--> rolling_back --reverted--> rolled_back
+#     rolling_back --fail--> failed          (its rollback failed too)
+TARGET_PENDING, SKIPPED_BUSY, IN_PROGRESS, GATING, DONE = (
+    'pending', 'skipped_busy', 'in_progress', 'gating', 'done')
+TARGET_FAILED, TARGET_ROLLING_BACK, TARGET_ROLLED_BACK = (
+    'failed', 'rolling_back', 'rolled_back')
+BEGIN, SKIP_BUSY, PASS, REVERT, REVERTED = ('begin', 'skip_busy', 'pass',
+                                            'revert', 'reverted')
+
+ROLLOUT_TARGET = StateMachine('rollout target', TARGET_PENDING, [
+    (BEGIN, (TARGET_PENDING, SKIPPED_BUSY), IN_PROGRESS),
+    (SKIP_BUSY, (TARGET_PENDING,), SKIPPED_BUSY),
+    (FINISH, (IN_PROGRESS,), GATING),
+    (PASS, (GATING,), DONE),
+    (FAIL, (IN_PROGRESS, GATING, TARGET_ROLLING_BACK), TARGET_FAILED),
+    (REVERT, (DONE, GATING, TARGET_FAILED), TARGET_ROLLING_BACK),
+    (REVERTED, (TARGET_ROLLING_BACK,), TARGET_ROLLED_BACK),
+], terminal=(TARGET_ROLLED_BACK,))

@@ -7,7 +7,7 @@ import time
 from oslo_log import log as logging
 
 from cyborg_like.common import states
-from cyborg_like.conf import CONF
+from cyborg_like.conductor import metrics
 from cyborg_like.db import driver_operations as db
 from cyborg_like.db import operations
 
@@ -18,7 +18,8 @@ RELEASE_POLL = 0.5
 
 
 class DriverOperations:
-    def __init__(self, agent_api, workers, conductor_uuid, reason):
+    def __init__(self, conf, agent_api, workers, conductor_uuid, reason):
+        self.conf = conf
         self.agent_api = agent_api
         self._workers = workers
         self.conductor_uuid = conductor_uuid
@@ -28,7 +29,7 @@ class DriverOperations:
         with self._workers.reserve(1) as submit:
             operation, job = db.start(hostname, request, context.project_id,
                                       self.conductor_uuid)
-            submit(self._carry_out, context, operation['uuid'], job,
+            submit(self.carry_out, context, operation['uuid'], job,
                    request.get('wait_for_release'))
         LOG.info('Driver operation %s accepted: %s %s on %s%s',
                  operation['uuid'], request['action'], request['family'],
@@ -63,8 +64,12 @@ class DriverOperations:
                      outcome.get('status'))
         else:
             LOG.info('Driver operation %s %s', uuid, ended['state'])
+            metrics.operation_finished(ended['type'], ended['state'])
 
-    def _carry_out(self, context, uuid, job, wait):
+    def carry_out(self, context, uuid, job, wait=None):
+        """A worker's: (wait for releases, then) start the playbook of
+        an accepted operation (a rollout's target's too,
+        conductor/rollouts.py)."""
         if wait and not self._wait_for_releases(uuid, wait):
             return
         if not operations.apply(uuid, states.START):
@@ -74,7 +79,7 @@ class DriverOperations:
             return
         try:
             self.agent_api.start_playbook(context, job['hostname'], job,
-                                          CONF.conductor.agent_timeout)
+                                          self.conf.conductor.agent_timeout)
         except Exception as error:
             reason = self._reason(error)
             LOG.warning('Driver operation %s: the agent did not start its '

@@ -4,14 +4,19 @@ An agent's heartbeat answers at once; a thread writes what came in during
 the last [conductor] heartbeat_flush_interval in one transaction (only the
 latest beat of each host matters). Then the conductor asks agents whose
 inventory it does not hold to send it, and announces devices whose health
-changed.
+or service changed (conductor/health_notices.py). An urgent beat (an
+agent's driver saw a device's health change) is written before the
+heartbeat answers, with whatever else was pending.
 """
 
 import threading
+import time
 
 from oslo_db import exception as db_exc
 from oslo_log import log as logging
 
+from cyborg_like.conductor import health_notices
+from cyborg_like.conductor import metrics
 from cyborg_like.db import heartbeats
 from cyborg_like.db import hosts
 
@@ -22,7 +27,7 @@ class HeartbeatCollector:
     def __init__(self, conf, agent_api, notifier):
         self.conf = conf
         self.agent_api = agent_api
-        self.notifier = notifier
+        self.notices = health_notices.HealthNotices(notifier)
         self._pending = {}
         self._lock = threading.Lock()
         # One flush at a time: a flush returns only once what was pending
@@ -32,12 +37,20 @@ class HeartbeatCollector:
         self._stopped = threading.Event()
         self._thread = None
 
-    def add(self, context, host, agent_version, inventory_hash, health):
+    def add(self, context, host, agent_version, inventory_hash, health,
+            urgent=False):
         with self._lock:
             self._pending[host] = {
                 'host': host, 'agent_version': agent_version,
                 'inventory_hash': inventory_hash, 'health': health,
                 'received_at': hosts.utcnow(), 'context': context}
+        if urgent:
+            try:
+                self.flush()
+            except Exception:
+                # _flush put it back: the periodic writer tries again.
+                LOG.exception('Could not write the urgent heartbeat of %s '
+                              'at once; it goes with the next batch', host)
 
     def start(self):
         self._thread = threading.Thread(target=self._run,
@@ -67,11 +80,13 @@ class HeartbeatCollector:
             beats, self._pending = self._pending, {}
         if not beats:
             return
+        started = time.monotonic()
         try:
-            stored, changed = self._ingest(list(beats.values()))
+            stored, changed, moves = self._ingest(list(beats.values()))
         except Exception:
             self._requeue(beats)
             raise
+        metrics.heartbeats_written(beats.values(), started)
         for beat in beats.values():
             if stored.get(beat['host']) != beat['inventory_hash']:
                 # We hold another inventory than the agent does (a new
@@ -80,32 +95,20 @@ class HeartbeatCollector:
                          'it', beat['host'])
                 self.agent_api.resync_inventory(beat['context'],
                                                 beat['host'])
-        for uuid, host, health, reasons in changed:
-            self._announce(beats[host]['context'], uuid, host, health,
-                           reasons)
+        self.notices.announce(
+            {host: beat['context'] for host, beat in beats.items()},
+            changed, moves)
 
     def _ingest(self, beats):
         retention = self.conf.conductor.metrics_retention
         try:
-            return heartbeats.ingest(beats, retention)
+            return heartbeats.ingest(beats, retention, self.conf.health)
         except (db_exc.DBDuplicateEntry, db_exc.DBDeadlock):
-            # Another conductor added one of these hosts meanwhile.
-            return heartbeats.ingest(beats, retention)
+            # Another conductor added one of these hosts meanwhile, or
+            # moved one of their devices.
+            return heartbeats.ingest(beats, retention, self.conf.health)
 
     def _requeue(self, beats):
         with self._lock:
             for host, beat in beats.items():
                 self._pending.setdefault(host, beat)
-
-    def _announce(self, context, uuid, host, health, reasons):
-        payload = {'device_uuid': uuid, 'hostname': host, 'health': health,
-                   'reasons': reasons}
-        if health == heartbeats.UNHEALTHY:
-            LOG.warning('Device %s on %s is unhealthy: %s; it will not be '
-                        'bound', uuid, host, '; '.join(reasons))
-            self.notifier.error(context, 'accelerator.device.health.changed',
-                                payload)
-        else:
-            LOG.info('Device %s on %s is %s', uuid, host, health)
-            self.notifier.info(context, 'accelerator.device.health.changed',
-                               payload)

@@ -4,14 +4,16 @@ A host is up while its agent heartbeats (state computed on read from
 ``last_heartbeat`` and [conductor] host_down_after); nothing is written
 when it goes silent. This periodic sweep of the conductor compares the
 hosts' states with those it saw last time and logs each change once per
-conductor (with several conductors, each logs it). Its first sweep after
-a start logs one summary line instead.
+conductor (with several conductors, each logs it) and records it for the
+availability feed. Its first sweep after a start logs one summary line
+instead.
 """
 
 import datetime
 
 from oslo_log import log as logging
 
+from cyborg_like.db import availability
 from cyborg_like.db import hosts
 
 LOG = logging.getLogger(__name__)
@@ -37,6 +39,11 @@ class HostLiveness:
         else:
             for host, (up, beat) in sorted(current.items()):
                 self._log_change(host, self._seen.get(host), up, beat, now)
+            # What a host offers follows its liveness (the availability
+            # feed); with several conductors each records it, harmlessly.
+            availability.changed_now(sorted(
+                host for host, (up, _) in current.items()
+                if host in self._seen and self._seen[host][0] != up))
         self._seen = current
 
     def _log_change(self, host, before, up, beat, now):

@@ -6,21 +6,6 @@ the catalog API, ``GET /v2/bitstreams/<uuid>/data``, at
 the API's own address).
 """
 
-import threading
-
-from cyborg_like.catalog import store as store_lib
-
-_stores = {}
-_lock = threading.Lock()
-
-
-def _store(conf, name):
-    with _lock:
-        if name not in _stores:
-            _stores[name] = store_lib.load(conf, name)
-        return _stores[name]
-
-
 def endpoint(conf):
     base = conf.catalog.download_endpoint or conf.api.public_endpoint or \
         'http://%s:%d' % (_host(conf.api.host_ip), conf.api.port)
@@ -33,12 +18,13 @@ def _host(address):
     return '[%s]' % address if ':' in address else address
 
 
-def with_url(conf, job):
-    """``job`` with its image's download URL filled in (when it has one).
+def with_url(stores, job):
+    """``job`` with its image's download URL filled in (when it has one);
+    ``stores``: a catalog ``store.Stores``.
     """
     image = job.get('image')
     if image:
-        url = _store(conf, image['store']).download_url(image['location'])
+        url = stores.get(image['store']).download_url(image['location'])
         image['url'] = url or '%s/v2/bitstreams/%s/data' % (
-            endpoint(conf), image['uuid'])
+            endpoint(stores.conf), image['uuid'])
     return job

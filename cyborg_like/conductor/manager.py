@@ -11,25 +11,36 @@ from cyborg_like.common import context as context_lib
 from cyborg_like.common import describe
 from cyborg_like.common import exception
 from cyborg_like.common import rpc
+from cyborg_like.catalog import store as store_lib
 from cyborg_like.common import states
+from cyborg_like.conductor import availability
 from cyborg_like.conductor import driver_operations
 from cyborg_like.conductor import images
+from cyborg_like.conductor import leases
+from cyborg_like.conductor import metrics
 from cyborg_like.conductor import nova
+from cyborg_like.conductor.placement import claims as placement_claims
 from cyborg_like.conductor import quotas as quota_limits
+from cyborg_like.conductor import rollouts
 from cyborg_like.conductor import rpcapi
-from cyborg_like.conf import CONF
 from cyborg_like.db import arqs
 from cyborg_like.db import attributes
 from cyborg_like.db import bitstreams
 from cyborg_like.db import deployables
 from cyborg_like.db import device_profiles
 from cyborg_like.db import devices
+from cyborg_like.db import drained
 from cyborg_like.db import firmware
 from cyborg_like.db import heartbeats
 from cyborg_like.db import hosts
 from cyborg_like.db import inventory
+from cyborg_like.db import leases as lease_db
+from cyborg_like.db import mig_layouts
 from cyborg_like.db import operations
 from cyborg_like.db import quotas
+from cyborg_like.db import rollouts as rollout_db
+from cyborg_like.db import scheduling
+from cyborg_like.db import snapshots
 
 LOG = logging.getLogger(__name__)
 
@@ -49,7 +60,9 @@ class ConductorManager:
     # Every public method is an RPC method: keep lifecycle out of here
     # (ConductorService starts and stops the collector and the workers).
 
-    def __init__(self, agent_api, workers, heartbeats, conductor_uuid=None):
+    def __init__(self, conf, agent_api, workers, heartbeats,
+                 conductor_uuid=None, notifier=None, clock=None):
+        self.conf = conf
         self.agent_api = agent_api
         # Binding and programming finish here, after the RPC call that
         # started them has answered (a bounded workqueue.WorkQueue).
@@ -57,10 +70,27 @@ class ConductorManager:
         # The work accepted here names this conductor (db/conductors.py).
         self.conductor_uuid = conductor_uuid
         self.heartbeats = heartbeats
-        self.nova = nova.NovaNotifier(CONF)
-        self.limits = quota_limits.Limits(CONF)
+        self.nova = nova.NovaNotifier(conf)
+        self.limits = quota_limits.Limits(conf)
+        # Catalog image stores, for the URLs agents fetch images from.
+        self.stores = store_lib.Stores(conf)
         self.driver_ops = driver_operations.DriverOperations(
-            agent_api, workers, conductor_uuid, _reason)
+            conf, agent_api, workers, conductor_uuid, _reason)
+        # Placement allocations of standalone bindings (when configured).
+        self.claims = placement_claims.Claims(conf)
+        self.availability = availability.Feed(
+            conf.site, conf.conductor.host_down_after,
+            conf.leases.horizon_days)
+        # Device leases (1.16) and their boundaries' periodic; ``clock``
+        # (naive UTC now) is the tests' to compress time.
+        self.leases = leases.Leases(conf, self._release, self.nova,
+                                    notifier, clock)
+        # Fleet rollouts (1.18) and their periodic (conductor/rollouts.py).
+        self.rollouts = rollouts.Rollouts(
+            conf, workers, {'bitstream': self._program_for_rollout,
+                            'firmware': self._flash,
+                            'driver': self.driver_ops.carry_out},
+            conductor_uuid, notifier, clock)
 
     # Agents.
     def report_inventory(self, context, host, devices, inventory_hash):
@@ -78,13 +108,15 @@ class ConductorManager:
         arqs.confirm_release(handle_uuid, erased)
 
     def heartbeat(self, context, host, agent_version, inventory_hash,
-                  health=None):
-        """Accepted at once; written with others in the next batch."""
+                  health=None, urgent=False):
+        """Accepted at once; written with others in the next batch, or
+        before answering when ``urgent`` (1.13: a device's health changed).
+        """
         self.heartbeats.add(context, host, agent_version, inventory_hash,
-                            health or [])
+                            health or [], urgent=urgent)
 
     def list_hosts(self, context):
-        return hosts.list_hosts(CONF.conductor.host_down_after)
+        return hosts.list_hosts(self.conf.conductor.host_down_after)
 
     # Devices and deployables.
     def list_devices(self, context, filters, limit, marker, sort_key,
@@ -125,22 +157,24 @@ class ConductorManager:
         LOG.info('Programming %s started', what)
         try:
             self.agent_api.program(context, job['hostname'],
-                                   images.with_url(CONF, job),
-                                   CONF.conductor.agent_timeout)
+                                   images.with_url(self.stores, job),
+                                   self.conf.conductor.agent_timeout)
         except Exception as error:
             LOG.warning('Programming %s failed after %.1f s: %s', what,
                         time.monotonic() - accepted, _reason(error))
             operations.apply(operation_uuid, states.FAIL, _reason(error))
+            metrics.operation_finished('program', states.FAILED)
             return
         deployables.set_bitstream(job['deployable_uuid'],
                                   job['bitstream_id'])
         operations.apply(operation_uuid, states.SUCCEED)
+        metrics.operation_finished('program', states.SUCCEEDED)
         LOG.info('Programming %s finished in %.1f s', what,
                  time.monotonic() - accepted)
 
     # Driver operations (conductor/driver_operations.py).
     def get_host(self, context, hostname):
-        return hosts.get_host(hostname, CONF.conductor.host_down_after)
+        return hosts.get_host(hostname, self.conf.conductor.host_down_after)
 
     def start_driver_operation(self, context, hostname, request):
         """Accept install/upgrade/remove/verify of a driver family on a
@@ -169,26 +203,75 @@ class ConductorManager:
         return {'device': device, 'operation': operation}
 
     def _flash(self, context, operation_uuid, job):
+        self._run_drained(
+            operation_uuid, job, 'Flashing device %s with image %s' % (
+                job['device_uuid'], job['image']['uuid']),
+            lambda: self.agent_api.flash_firmware(
+                context, job['hostname'], images.with_url(self.stores, job),
+                self.conf.conductor.firmware_timeout),
+            firmware.TYPE)
+
+    # MIG layouts (1.11): an operation on a GPU, drained like a flash.
+    def apply_mig_layout(self, context, uuid, layout):
+        """Drain the GPU and start cutting it into ``layout`` (MIG profile
+        names; [] for the whole GPU)."""
+        with self._workers.reserve(1) as submit:
+            job, operation, device = mig_layouts.start(
+                uuid, layout, context.project_id, self.conductor_uuid)
+            submit(self._run_drained, operation['uuid'], job,
+                   'Applying MIG layout [%s] to GPU %s' % (
+                       ', '.join(layout), job['device_uuid']),
+                   lambda: self.agent_api.apply_mig_layout(
+                       context, job['hostname'], job,
+                       self.conf.conductor.mig_layout_timeout),
+                   mig_layouts.TYPE)
+        return {'device': device, 'operation': operation}
+
+    # What a rollout's targets start (conductor/rollouts.py).
+    def _program_for_rollout(self, context, operation_uuid, job):
+        self._program(context, operation_uuid, job, time.monotonic())
+
+    def _run_drained(self, operation_uuid, job, what, work, kind=None):
+        """Run ``work()`` (the agent's call) for a draining operation (of
+        type ``kind``) and record how it ended."""
         if not operations.apply(operation_uuid, states.START):
             return      # failed by the sweep before it ran
         started = time.monotonic()
         try:
-            found = self.agent_api.flash_firmware(
-                context, job['hostname'], images.with_url(CONF, job),
-                CONF.conductor.firmware_timeout)
+            found = work()
         except Exception as error:
-            LOG.warning('Flashing device %s on host %s with image %s failed '
-                        'after %.1f s (operation %s); it stays drained: %s',
-                        job['device_uuid'], job['hostname'],
-                        job['image']['uuid'], time.monotonic() - started,
+            LOG.warning('%s on host %s failed after %.1f s (operation %s); '
+                        'the device stays drained: %s', what,
+                        job['hostname'], time.monotonic() - started,
                         operation_uuid, _reason(error))
-            firmware.fail_flash(operation_uuid, _reason(error))
+            drained.fail(operation_uuid, _reason(error))
+            metrics.operation_finished(kind, states.FAILED)
             return
-        if not firmware.finish_flash(operation_uuid, job['device_uuid'],
-                                     found):
-            LOG.warning('Device %s was flashed after its operation %s had '
-                        'been failed; it stays drained', job['device_uuid'],
-                        operation_uuid)
+        if not drained.finish(operation_uuid, job['device_uuid'], found):
+            LOG.warning('%s ended after its operation %s had been failed; '
+                        'the device stays drained', what, operation_uuid)
+        else:
+            LOG.info('%s succeeded in %.1f s (operation %s)', what,
+                     time.monotonic() - started, operation_uuid)
+            metrics.operation_finished(kind, states.SUCCEEDED)
+
+    # Fleet rollouts (1.18, conductor/rollouts.py).
+    def create_rollout(self, context, values, dry_run=False):
+        return self.rollouts.create(context, values, dry_run)
+
+    def list_rollouts(self, context, filters, limit, marker, sort_key,
+                      sort_dir):
+        return rollout_db.list_rollouts(filters, limit, marker, sort_key,
+                                        sort_dir)
+
+    def get_rollout(self, context, uuid):
+        return rollout_db.get(uuid)
+
+    def list_rollout_targets(self, context, uuid, filters, limit, marker):
+        return rollout_db.list_targets(uuid, filters, limit, marker)
+
+    def rollout_action(self, context, uuid, action):
+        return self.rollouts.act(context, uuid, action)
 
     # Operations and attributes.
     def get_operation(self, context, uuid):
@@ -275,6 +358,39 @@ class ConductorManager:
                 'limits': self.limits.for_project(project_id, resources),
                 'usage': used}
 
+    def get_availability(self, context, group_by, since, known_cursor,
+                         at=None):
+        """``at`` (1.16): the feed as leases make it at that time."""
+        return self.availability.get(group_by, since, known_cursor, at)
+
+    # Device leases (1.16, docs/leases.md): the lessee sees its own, the
+    # lessor (all_projects) every one.
+    def create_lease(self, context, values):
+        return self.leases.create(context, values)
+
+    def list_leases(self, context, filters, limit, marker, sort_key,
+                    sort_dir):
+        return lease_db.list_leases(filters, limit, marker, sort_key,
+                                    sort_dir, self.leases.clock(),
+                                    project_id=project_scope(context))
+
+    def get_lease(self, context, uuid):
+        return lease_db.get(uuid, self.leases.clock(),
+                            project_id=project_scope(context))
+
+    def end_lease(self, context, uuid, event):
+        """``event``: give_back (the lessee, early) or revoke (the
+        lessor; the API's policy allowed it)."""
+        if event not in (states.GIVE_BACK, states.REVOKE):
+            raise exception.Invalid('A lease ends by give_back or revoke.')
+        return self.leases.end(context, uuid, event, project_scope(context))
+
+    # The API's read model (1.17, docs/design.md).
+    def read_model_snapshot(self, context, known):
+        """The read model's generations, and the rows of each family
+        whose generation is not ``known[family]``."""
+        return snapshots.snapshot(known or {})
+
     def list_arqs(self, context, filters, limit, marker, sort_key, sort_dir):
         return arqs.list_arqs(filters, limit, marker, sort_key, sort_dir,
                               project_id=project_scope(context))
@@ -299,6 +415,7 @@ class ConductorManager:
         started = time.monotonic()
         released = arqs.unbind(uuids, project_id=project_scope(context))
         self._release(context, released)
+        self.claims.sync_stale(uuids)
         for item in released:
             LOG.info('ARQ %s unbound from instance %s on host %s: handle %s '
                      'released (%.1f ms)', item['arq_uuid'],
@@ -311,10 +428,14 @@ class ConductorManager:
         """``delete_bound``: the API's policy decision
         (cyborg:arq:delete_bound); a caller from before 1.5 may not."""
         started = time.monotonic()
+        claimed = scheduling.claimed_consumers(
+            uuids, instance_uuid, project_scope(context)) \
+            if self.claims.enabled else ()
         released = arqs.delete(uuids=uuids, instance_uuid=instance_uuid,
                                project_id=project_scope(context),
                                delete_bound=delete_bound)
         self._release(context, released)
+        self.claims.release(claimed)
         for item in released:
             LOG.info('ARQ %s of instance %s deleted while bound on host %s: '
                      'handle %s released (%.1f ms)', item['arq_uuid'],
@@ -325,21 +446,46 @@ class ConductorManager:
                  if uuids is not None else 'the ARQs of instance %s'
                  % instance_uuid, _ms(started))
 
-    def _bind(self, context, uuid, attempt, instance_uuid, accepted, host):
+    # Standalone scheduling (1.15): the conductor picks the deployable.
+    def schedule_arq(self, context, uuid, instance_uuid, hostname=None,
+                     preferences=None):
+        """Accept a binding of ARQ ``uuid`` to consumer ``instance_uuid``
+        on a deployable the conductor picks (on ``hostname`` when given;
+        ``preferences``: strategy pack or spread, numa_node); answer the
+        ARQ, BindStarted, and complete it in the background like a Nova
+        binding (docs/scheduling.md)."""
+        with self._workers.reserve(1) as submit:
+            attempt, arq = scheduling.start(
+                uuid, instance_uuid, hostname,
+                project_id=project_scope(context),
+                conductor_uuid=self.conductor_uuid)
+            LOG.info('Scheduling ARQ %s for consumer %s on %s started', uuid,
+                     instance_uuid, hostname or 'any host')
+            submit(self._schedule, context, uuid, attempt, instance_uuid,
+                   hostname, preferences or {}, arq['project_id'],
+                   time.monotonic())
+        return arq
+
+    def _bind(self, context, uuid, attempt, instance_uuid, accepted, host,
+              allocate=None, standalone=False):
         """Binding ``attempt`` of ARQ ``uuid``; every step is a no-op once
         the ARQ was unbound (or bound again) meanwhile. ``accepted`` (when
         the binding was accepted, time.monotonic()) and ``host`` are for
-        the log."""
+        the log. ``allocate()`` takes the handle (standalone scheduling
+        picks the deployable there); Nova is told the outcome unless the
+        binding is ``standalone``."""
+        notify = (lambda *args, **kwargs: None) if standalone \
+            else self.nova.binding_ended
         try:
             self._check_quota_still_holds(uuid)
-            job = self._allocate(uuid, attempt)
+            job = allocate() if allocate else self._allocate(uuid, attempt)
             if _same_bitstream(job['bitstream_id'],
                                job['current_bitstream_id']):
                 job['bitstream_id'] = None      # already programmed
                 job['image'] = None
             programmed = self.agent_api.prepare_attach_handle(
-                context, job['hostname'], images.with_url(CONF, job),
-                CONF.conductor.agent_timeout)
+                context, job['hostname'], images.with_url(self.stores, job),
+                self.conf.conductor.agent_timeout)
             if not arqs.finish_bind(uuid, attempt, programmed):
                 raise exception.BindingSuperseded(uuid=uuid)
         except exception.BindingSuperseded:
@@ -358,48 +504,126 @@ class ConductorManager:
                 LOG.info('ARQ %s was unbound or deleted while binding', uuid)
                 return
             self._release(context, released)
-            self.nova.binding_ended(uuid, instance_uuid, succeeded=False)
+            metrics.bind_ended(accepted, succeeded=False)
+            notify(uuid, instance_uuid, succeeded=False)
             return
+        metrics.bind_ended(accepted, succeeded=True)
         LOG.info('ARQ %s bound to instance %s on host %s: handle %s%s in '
-                 '%.1f s', uuid, instance_uuid, host,
+                 '%.1f s', uuid, instance_uuid, job['hostname'],
                  describe.attach_handle(job['attach_handle']),
                  ', programmed with bitstream %s' % programmed
                  if programmed else '', time.monotonic() - accepted)
-        self.nova.binding_ended(uuid, instance_uuid, succeeded=True)
+        notify(uuid, instance_uuid, succeeded=True)
 
     def _allocate(self, uuid, attempt):
         """Take a handle for the binding; while the deployable's previous
         holder is being released (Nova places a new instance as soon as
         the old one is deleted), wait up to ``release_wait`` for it."""
-        deadline = time.monotonic() + CONF.conductor.release_wait
+        deadline = time.monotonic() + self.conf.conductor.release_wait
         pause = 0.05
         while True:
             try:
                 return arqs.allocate(uuid, attempt,
-                                     CONF.conductor.host_down_after)
+                                     self.conf.conductor.host_down_after)
             except exception.ReleasePending:
                 if time.monotonic() + pause > deadline:
                     raise
             time.sleep(pause)
             pause = min(pause * 2, 1.0)
 
+    def _schedule(self, context, uuid, attempt, consumer, hostname,
+                  preferences, project_id, accepted):
+        try:
+            self._bind(context, uuid, attempt, consumer, accepted,
+                       hostname or '(any)', standalone=True,
+                       allocate=lambda: self._pick(
+                           context, uuid, attempt, consumer, hostname,
+                           preferences, project_id))
+        finally:
+            # However it ended, Placement holds what the database says
+            # the consumer holds (a no-op read once bound).
+            if self.claims.enabled:
+                self.claims.release([consumer])
+
+    def _pick(self, context, uuid, attempt, consumer, hostname, preferences,
+              project_id):
+        """Take a handle of the best candidate still free (and, with
+        Placement, claimed for ``consumer``); a candidate taken meanwhile
+        or refused by Placement passes to the next. Waits up to
+        ``release_wait`` when the only ones left are being released."""
+        deadline = time.monotonic() + self.conf.conductor.release_wait
+        pause, refused = 0.05, None
+        down_after = self.conf.conductor.host_down_after
+        while True:
+            waiting = False
+            for candidate in scheduling.candidates(
+                    uuid, attempt, hostname, preferences, down_after):
+                # A device lent to the caller's project is reserved in
+                # Placement whole: the lease is its claim.
+                claim = self.claims.enabled and not candidate.get('leased')
+                scheduling.aim(uuid, attempt, candidate,
+                               consumer if claim else None)
+                try:
+                    job = arqs.allocate(uuid, attempt, down_after)
+                except exception.ReleasePending:
+                    waiting = True
+                    continue
+                except exception.BindFailed:
+                    continue        # taken meanwhile, or no longer usable
+                refused = self._claim(context, uuid, attempt, consumer,
+                                      hostname, project_id, candidate)
+                if refused is None:
+                    return job
+            if not waiting or time.monotonic() + pause > deadline:
+                raise exception.BindFailed(reason=_nothing_free(
+                    hostname, preferences, refused))
+            time.sleep(pause)
+            pause = min(pause * 2, 1.0)
+
+    def _claim(self, context, uuid, attempt, consumer, hostname, project_id,
+               candidate):
+        """Claim the candidate's provider for ``consumer`` in Placement;
+        None when claimed (or Placement is not used), else why not, the
+        handle given back."""
+        if not self.claims.enabled or candidate.get('leased'):
+            return None
+        try:
+            self.claims.sync(consumer, project_id, context.user_id)
+            return None
+        except placement_claims.Refused as error:
+            LOG.info('Placement refused deployable %s (provider %s) on %s to '
+                     'consumer %s of ARQ %s; trying the next: %s',
+                     candidate['uuid'], candidate['rp_uuid'],
+                     candidate['hostname'], consumer, uuid, error)
+            self._release(context, scheduling.give_back(uuid, attempt,
+                                                        hostname))
+            return str(error)
+
     def _fail_interrupted_work(self):
         """Periodic (ConductorService): fail the bindings and operations
         that nobody will finish -- their conductor or host is down, or
         they outlived twice the agent timeout -- freeing what they hold."""
-        limits = (CONF.conductor.service_down_after,
-                  CONF.conductor.host_down_after,
-                  2 * CONF.conductor.agent_timeout)
-        for uuid, instance_uuid, released in arqs.fail_interrupted_binds(
-                *limits):
+        limits = (self.conf.conductor.service_down_after,
+                  self.conf.conductor.host_down_after,
+                  2 * self.conf.conductor.agent_timeout)
+        failed = arqs.fail_interrupted_binds(*limits)
+        alone = scheduling.standalone([uuid for uuid, _, _ in failed])
+        for uuid, instance_uuid, released in failed:
             LOG.warning('Binding of ARQ %s to instance %s was interrupted '
                         '(its conductor or host went down, or it took too '
                         'long); failed it', uuid, instance_uuid)
             self._release(context_lib.get_admin_context(), released)
-            self.nova.binding_ended(uuid, instance_uuid, succeeded=False)
+            if uuid not in alone:
+                self.nova.binding_ended(uuid, instance_uuid,
+                                        succeeded=False)
+        # Claims of standalone bindings that ended without their
+        # conductor (it died) or whose removal failed: removed now.
+        self.claims.sync_stale()
         for uuid in operations.fail_interrupted(
                 *limits, older_than_by_type={
-                    firmware.TYPE: 2 * CONF.conductor.firmware_timeout}):
+                    firmware.TYPE: 2 * self.conf.conductor.firmware_timeout,
+                    mig_layouts.TYPE:
+                        2 * self.conf.conductor.mig_layout_timeout}):
             LOG.warning('Operation %s was interrupted; failed it', uuid)
 
     def _check_quota_still_holds(self, uuid):
@@ -418,6 +642,17 @@ class ConductorManager:
         for item in released:
             self.agent_api.release_attach_handle(context, item['hostname'],
                                                  item)
+
+
+def _nothing_free(hostname, preferences, refused):
+    where = ' on host %s' % hostname if hostname else ''
+    if preferences.get('numa_node') is not None:
+        where += ' on NUMA node %s' % preferences['numa_node']
+    return ('No free deployable matches the request%s (resource class and '
+            'traits of the profile group, device enabled and healthy, host '
+            'up, a free attach handle)%s.' % (
+                where, '; Placement refused the last one: %s' % refused
+                if refused else ''))
 
 
 def _same_bitstream(wanted, current):

@@ -21,15 +21,33 @@ History (bump the minor version for every compatible change, and note it):
 * 1.10 - driver operations: get_host, start_driver_operation,
          cancel_operation (API); report_driver_progress,
          finish_driver_operation (agents)
+* 1.11 - apply_mig_layout (MIG layout operations on GPUs)
+* 1.12 - list_arqs filters by device_health (the health of the device an
+         ARQ holds); older conductors ignore the filter, so it is not sent
+         to them
+* 1.13 - heartbeat takes urgent (a driver saw a device's health change:
+         the conductor writes the beat at once; an agent capped below 1.13
+         sends a plain heartbeat, batched as usual)
+* 1.14 - get_availability (the availability feed)
+* 1.15 - schedule_arq (standalone scheduling: the conductor picks the
+         deployable of an ARQ, no Nova involved)
+* 1.16 - device leases: create_lease, list_leases, get_lease, end_lease;
+         get_availability takes at (the feed at a future time, leases
+         counted; never sent to older conductors)
+* 1.17 - read_model_snapshot (the API's read model: generations and
+         changed families; docs/design.md)
+* 1.18 - fleet rollouts: create_rollout (or its dry run), list_rollouts,
+         get_rollout, list_rollout_targets, rollout_action
 """
 
 import oslo_messaging as messaging
 
+from cyborg_like.common import exception
 from cyborg_like.common import rpc
 from cyborg_like.conf import CONF
 
 TOPIC = 'cyborg_like-conductor'
-RPC_API_VERSION = '1.10'
+RPC_API_VERSION = '1.18'
 
 
 class ConductorAPI:
@@ -75,10 +93,13 @@ class ConductorAPI:
                           devices=devices, inventory_hash=inventory_hash)
 
     def heartbeat(self, context, host, agent_version, inventory_hash,
-                  health):
+                  health, urgent=False):
         version, kwargs = self._newer('1.0', {
             'host': host, 'agent_version': agent_version,
             'inventory_hash': inventory_hash}, '1.3', health=health)
+        if urgent:
+            version, kwargs = self._newer(version, kwargs, '1.13',
+                                          urgent=True)
         return self._call(context, 'heartbeat', version=version, **kwargs)
 
     def can_confirm_releases(self):
@@ -138,7 +159,14 @@ class ConductorAPI:
         return self._call(context, 'create_arqs', version=version, **kwargs)
 
     def list_arqs(self, context, filters, limit, marker, sort_key, sort_dir):
-        return self._call(context, 'list_arqs', version='1.1',
+        version = '1.1'
+        if (filters or {}).get('device_health'):
+            if not self._client.can_send_version('1.12'):
+                raise exception.Conflict(
+                    'The conductors cannot filter by device_health until '
+                    'they are upgraded ([upgrade_levels] conductor).')
+            version = '1.12'
+        return self._call(context, 'list_arqs', version=version,
                           filters=filters, limit=limit, marker=marker,
                           sort_key=sort_key, sort_dir=sort_dir)
 
@@ -158,6 +186,16 @@ class ConductorAPI:
             'uuids': uuids, 'instance_uuid': instance_uuid}, '1.7',
             delete_bound=delete_bound)
         return self._call(context, 'delete_arqs', version=version, **kwargs)
+
+    def schedule_arq(self, context, uuid, instance_uuid, hostname=None,
+                     preferences=None):
+        if not self._client.can_send_version('1.15'):
+            raise exception.Conflict(
+                'The conductors cannot schedule accelerator requests until '
+                'they are upgraded ([upgrade_levels] conductor).')
+        return self._call(context, 'schedule_arq', version='1.15',
+                          uuid=uuid, instance_uuid=instance_uuid,
+                          hostname=hostname, preferences=preferences)
 
     # Devices, programming, operations, attributes (1.2).
     def set_device_status(self, context, uuid, status):
@@ -202,6 +240,81 @@ class ConductorAPI:
         return self._call(context, 'get_quota', version='1.4',
                           project_id=project_id)
 
+    def get_availability(self, context, group_by, since, known_cursor,
+                         at=None):
+        kwargs = {'group_by': group_by, 'since': since,
+                  'known_cursor': known_cursor}
+        if at is None:
+            return self._call(context, 'get_availability', version='1.14',
+                              **kwargs)
+        self._require('1.16', 'answer the availability feed at a time')
+        return self._call(context, 'get_availability', version='1.16',
+                          at=at, **kwargs)
+
+    # Device leases (1.16).
+    def _require(self, version, what):
+        if not self._client.can_send_version(version):
+            raise exception.Conflict(
+                'The conductors cannot %s until they are upgraded '
+                '([upgrade_levels] conductor).' % what)
+
+    def create_lease(self, context, values):
+        self._require('1.16', 'lease devices')
+        return self._call(context, 'create_lease', version='1.16',
+                          values=values)
+
+    def list_leases(self, context, filters, limit, marker, sort_key,
+                    sort_dir):
+        self._require('1.16', 'lease devices')
+        return self._call(context, 'list_leases', version='1.16',
+                          filters=filters, limit=limit, marker=marker,
+                          sort_key=sort_key, sort_dir=sort_dir)
+
+    def get_lease(self, context, uuid):
+        self._require('1.16', 'lease devices')
+        return self._call(context, 'get_lease', version='1.16', uuid=uuid)
+
+    def end_lease(self, context, uuid, event):
+        self._require('1.16', 'lease devices')
+        return self._call(context, 'end_lease', version='1.16', uuid=uuid,
+                          event=event)
+
+    # The API's read model (1.17).
+    def can_serve_read_model(self):
+        return self._client.can_send_version('1.17')
+
+    def read_model_snapshot(self, context, known):
+        return self._call(context, 'read_model_snapshot', version='1.17',
+                          known=known)
+
+    # Fleet rollouts (1.18).
+    def create_rollout(self, context, values, dry_run=False):
+        self._require('1.18', 'roll out changes')
+        return self._call(context, 'create_rollout', version='1.18',
+                          values=values, dry_run=dry_run)
+
+    def list_rollouts(self, context, filters, limit, marker, sort_key,
+                      sort_dir):
+        self._require('1.18', 'roll out changes')
+        return self._call(context, 'list_rollouts', version='1.18',
+                          filters=filters, limit=limit, marker=marker,
+                          sort_key=sort_key, sort_dir=sort_dir)
+
+    def get_rollout(self, context, uuid):
+        self._require('1.18', 'roll out changes')
+        return self._call(context, 'get_rollout', version='1.18', uuid=uuid)
+
+    def list_rollout_targets(self, context, uuid, filters, limit, marker):
+        self._require('1.18', 'roll out changes')
+        return self._call(context, 'list_rollout_targets', version='1.18',
+                          uuid=uuid, filters=filters, limit=limit,
+                          marker=marker)
+
+    def rollout_action(self, context, uuid, action):
+        self._require('1.18', 'roll out changes')
+        return self._call(context, 'rollout_action', version='1.18',
+                          uuid=uuid, action=action)
+
     # The image catalog (1.8).
     def create_bitstream(self, context, values):
         return self._call(context, 'create_bitstream', version='1.8',
@@ -240,6 +353,12 @@ class ConductorAPI:
     def flash_device_firmware(self, context, uuid, image_uuid):
         return self._call(context, 'flash_device_firmware', version='1.9',
                           uuid=uuid, image_uuid=image_uuid)
+
+    # MIG layouts (1.11).
+    def apply_mig_layout(self, context, uuid, layout):
+        return self._call(context, 'apply_mig_layout', version='1.11',
+                          uuid=uuid, layout=layout)
+
     # Driver operations (1.10).
     def get_host(self, context, hostname):
         return self._call(context, 'get_host', version='1.10',

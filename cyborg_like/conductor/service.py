@@ -10,63 +10,90 @@ from cyborg_like.common import rpc
 from cyborg_like.conductor import heartbeats
 from cyborg_like.conductor import host_liveness
 from cyborg_like.conductor import manager
+from cyborg_like.conductor import metrics
 from cyborg_like.conductor.placement import runner as placement
+from cyborg_like.conductor import read_model
 from cyborg_like.conductor import rpcapi
 from cyborg_like.conductor import workqueue
-from cyborg_like.conf import CONF
+from cyborg_like.db import availability
 from cyborg_like.db import conductors
+from cyborg_like.db import generations
 
 LOG = logging.getLogger(__name__)
 
+# Seconds between prunings of the availability feed's change log: a
+# housekeeping chore, far shorter than any sensible retention.
+PRUNE_INTERVAL = 300
+
 
 class ConductorService:
-    def __init__(self, host=None):
-        self.host = host or CONF.host
+    def __init__(self, conf, host=None):
+        self.conf = conf
+        self.host = host or conf.host
         # This process's identity in the conductors table (liveness).
         self.uuid = uuidutils.generate_uuid()
         agent_api = agent_rpcapi.AgentAPI()
-        self.workers = workqueue.WorkQueue(CONF.conductor.workers,
-                                           CONF.conductor.max_queued_work)
+        self.workers = workqueue.WorkQueue(conf.conductor.workers,
+                                           conf.conductor.max_queued_work)
         self.heartbeats = heartbeats.HeartbeatCollector(
-            CONF, agent_api,
-            rpc.get_notifier(CONF, 'accelerator.conductor.%s' % self.host))
-        self.manager = manager.ConductorManager(agent_api, self.workers,
-                                                self.heartbeats, self.uuid)
+            conf, agent_api,
+            rpc.get_notifier(conf, 'accelerator.conductor.%s' % self.host))
+        self.manager = manager.ConductorManager(
+            conf, agent_api, self.workers, self.heartbeats, self.uuid,
+            notifier=rpc.get_notifier(conf,
+                                      'accelerator.conductor.%s' % self.host))
         target = messaging.Target(topic=rpcapi.TOPIC, server=self.host)
         # Calls whose caller has given up (an API request answered 503 while
         # the broker was away) are dropped rather than carried out late.
         self._server = rpc.get_server(target, [self.manager],
                                       drop_late=True)
-        self.placement = placement.PlacementSync(CONF)
+        self.placement = placement.PlacementSync(conf)
         self.liveness = host_liveness.HostLiveness(
-            CONF.conductor.host_down_after)
+            conf.conductor.host_down_after)
+        self.metrics = metrics.MetricsServer(conf, self.uuid)
+        # Committed changes of the API's read model, cast to its processes.
+        self.read_model = read_model.Publisher()
         self._periodic = periodic.Periodic('conductor-periodics', [
-            (CONF.conductor.service_heartbeat_interval, self._beat),
-            (CONF.conductor.service_heartbeat_interval,
+            (conf.conductor.service_heartbeat_interval, self._beat),
+            (conf.conductor.service_heartbeat_interval,
              self.manager._fail_interrupted_work),
-            (CONF.conductor.service_heartbeat_interval, self.liveness.sweep),
+            (conf.conductor.service_heartbeat_interval, self.liveness.sweep),
+            (PRUNE_INTERVAL, self._prune),
+            # Lease windows' boundaries (conductor/leases.py).
+            (conf.leases.check_interval, self.manager.leases.run),
+            # Fleet rollouts' steps and takeovers (conductor/rollouts.py).
+            (conf.rollouts.interval, self.manager.rollouts.run),
         ])
 
     def _beat(self):
         conductors.beat(self.uuid, self.host)
 
+    def _prune(self):
+        availability.prune(self.conf.conductor.availability_changes_retention)
+
     def start(self):
         # Alive before accepting work, so no sweep takes ours for orphaned.
         self._beat()
+        self.read_model.start()
+        generations.subscribe(self.read_model.changed)
         self.heartbeats.start()
         self._server.start()
         self.placement.start()
         self._periodic.start()
+        self.metrics.start()
         LOG.info('Conductor on %s listening on topic %s', self.host,
                  rpcapi.TOPIC)
 
     def stop(self):
+        self.metrics.stop()
         self._periodic.stop()
         self.placement.stop()
         self._server.stop()
         self._server.wait()
         self.heartbeats.stop()
         self.workers.shutdown(wait=True)
+        generations.unsubscribe(self.read_model.changed)
+        self.read_model.stop()
         # Whatever is left unfinished is now anyone's to fail at once; if
         # the database is gone too, the others see this conductor's
         # heartbeat stop instead.

@@ -45,6 +45,13 @@ opts = [
                help='Seconds a client is told to wait (the Retry-After '
                     'header of a 503) before it tries again when the '
                     'conductor or the message broker cannot be reached.'),
+    cfg.FloatOpt('policy_reload_interval',
+                 default=5.0, min=0,
+                 help='Seconds between two looks for a changed policy file '
+                      '([oslo_policy] policy_file, policy_dirs): a changed '
+                      'rule applies within this long. Looking on every '
+                      'check (0) costs about a dozen file system calls per '
+                      'API request.'),
     cfg.IntOpt('max_limit',
                default=1000, min=1,
                help='The most items one page of a list may hold; a larger '
@@ -58,6 +65,29 @@ opts = [
                     'profile is created (400) and again when requests are '
                     'created from it, for profiles made before a lower '
                     'bound. One group may ask for at most 999.'),
+    cfg.BoolOpt('read_model',
+                default=True,
+                help='Serve lists and shows of devices, deployables, '
+                     'attributes and device profiles from a copy kept in '
+                     'each API process (the read model), without a call '
+                     'to the conductor. The copy is loaded with one call, '
+                     'kept current by the conductors\' announcements of '
+                     'the changes they commit, and used only while it is '
+                     'known to be current: otherwise, and for every query '
+                     'it cannot answer exactly as the database would, the '
+                     'request goes to the conductor as without it. A '
+                     'request answered from the copy carries an ETag '
+                     '(If-None-Match then answers 304). Needs conductors '
+                     'at RPC 1.17 ([upgrade_levels] conductor).'),
+    cfg.FloatOpt('read_model_check_interval',
+                 default=2.0, min=0.1,
+                 help='Seconds between two confirmations of the read '
+                      'model\'s generations with a conductor (one small '
+                      'call per API process). Changes are announced as '
+                      'they are committed; this bounds how long a lost '
+                      'announcement can leave the copy behind, and the '
+                      'copy is not used once no confirmation succeeded '
+                      'for twice this long.'),
     cfg.StrOpt('public_endpoint',
                help='Public URL of the API to use in links, when it is '
                     'served behind a proxy. Defaults to the URL of the '

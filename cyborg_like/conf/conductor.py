@@ -44,6 +44,11 @@ opts = [
                default=3600, min=60,
                help='Seconds of per-device health and utilization history '
                     'kept; older readings are deleted as new ones arrive.'),
+    cfg.IntOpt('availability_changes_retention',
+               default=86400, min=60,
+               help='Seconds the availability feed keeps the hosts whose '
+                    'offer changed: a poller whose cursor is older is told '
+                    'to read the whole feed again (410).'),
     cfg.IntOpt('agent_timeout',
                default=600, min=1,
                help='Seconds the conductor waits for an agent to prepare '
@@ -58,6 +63,14 @@ opts = [
                     'operation older than twice this is failed by the '
                     'liveness sweep. Keep it above the drivers\' '
                     'flash_timeout.'),
+    cfg.IntOpt('mig_layout_timeout',
+               default=600, min=1,
+               help='Seconds the conductor waits for an agent to apply a '
+                    'MIG layout to a GPU (destroying and creating its GPU '
+                    'and compute instances, the new discovery) before the '
+                    'operation fails and the GPU stays drained. An '
+                    'unfinished MIG layout operation older than twice this '
+                    'is failed by the liveness sweep.'),
     cfg.IntOpt('release_wait',
                default=60, min=0,
                help='Seconds a binding waits for its deployable to be '

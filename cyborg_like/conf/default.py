@@ -11,6 +11,12 @@ opts = [
                     'name and listens for RPC addressed to it; it must match '
                     'the compute node name Nova and Placement use for the '
                     'host (usually the FQDN).'),
+    cfg.StrOpt('site',
+               help='The site (region, data centre) this deployment '
+                    'serves, as the availability feed labels its '
+                    'accelerators, so that an orchestrator merging the '
+                    'feeds of several deployments tells them apart. Unset: '
+                    'no label.'),
     cfg.StrOpt('state_path',
                default=os.path.join(os.path.expanduser('~'), '.cyborg_like'),
                sample_default='$HOME/.cyborg_like',

@@ -13,18 +13,23 @@ from cyborg_like.conf import database
 from cyborg_like.conf import default
 from cyborg_like.conf import fake_driver
 from cyborg_like.conf import glance
+from cyborg_like.conf import health
 from cyborg_like.conf import intel_fpga
+from cyborg_like.conf import leases
+from cyborg_like.conf import metrics
 from cyborg_like.conf import nova
 from cyborg_like.conf import nvidia_gpu
 from cyborg_like.conf import pci_driver
 from cyborg_like.conf import placement
 from cyborg_like.conf import quota
+from cyborg_like.conf import rollouts
 from cyborg_like.conf import upgrade_levels
 from cyborg_like.conf import xilinx_fpga
 
 MODULES = (default, api, conductor, agent, fake_driver, nvidia_gpu,
            pci_driver, intel_fpga, xilinx_fpga,
-           upgrade_levels, nova, placement, quota, catalog, glance)
+           upgrade_levels, nova, placement, quota, catalog, glance,
+           health, metrics, leases, rollouts)
 
 
 def list_opts():

@@ -49,6 +49,34 @@ opts = [
                     'set, typically an empty design built for the card\'s '
                     'shell. Its sha256 is checked like any other '
                     'xclbin\'s.'),
+    cfg.StrOpt('xbutil_path',
+               help='Path of XRT\'s xbutil tool, whose "examine --report '
+                    'electrical thermal mechanical --format JSON" the '
+                    'driver reads for a card\'s health (board power, '
+                    'temperatures, fans, power rails) through its user '
+                    'function. Unset: xbutil is looked up on PATH. '
+                    'Without it the health readings list these sensors '
+                    'as unchecked.'),
+    cfg.IntOpt('examine_timeout',
+               default=30, min=1,
+               help='Seconds "xbutil examine" may take before the driver '
+                    'stops it; the sensors it reports are then listed as '
+                    'unchecked in that health reading.'),
+    cfg.IntOpt('examine_cache_seconds',
+               default=60, min=0,
+               help='Seconds a card\'s "xbutil examine" report (or its '
+                    'failure) is reused before the tool runs again, so a '
+                    'heartbeat every few seconds does not start a process '
+                    'each time. 0 runs it for every health reading.'),
+    cfg.FloatOpt('critical_temperature_c',
+                 default=95.0,
+                 help='A temperature XRT reports for a card (FPGA, board, '
+                      'cages) at or above this many degrees Celsius makes '
+                      'the card unhealthy. XRT\'s report carries no '
+                      'thresholds of its own for the Alveo\'s sensors; '
+                      'the default keeps a margin below the 100 degree '
+                      'maximum junction temperature of the UltraScale+ '
+                      'FPGAs on U200/U250 cards.'),
 ]
 
 

@@ -15,17 +15,18 @@ of a second handle taken for one ARQ.
 import datetime
 import json
 
-from oslo_db import api as oslo_db_api
 from oslo_utils import uuidutils
 import sqlalchemy as sa
 
 from cyborg_like.common import exception
 from cyborg_like.common import states
 from cyborg_like.db import api
+from cyborg_like.db import availability
 from cyborg_like.db import bitstream_compat
 from cyborg_like.db import conductors
 from cyborg_like.db import device_profiles
 from cyborg_like.db import hosts
+from cyborg_like.db import leases
 from cyborg_like.db import models
 from cyborg_like.db import operations
 from cyborg_like.db import quotas
@@ -34,13 +35,7 @@ ARQ = models.ExtARQ
 HANDLE = models.AttachHandle
 
 
-# Two first requests of a project may both add its quota row: on MariaDB
-# the loser's transaction dies in a deadlock and is simply run again.
-_retry_deadlock = oslo_db_api.wrap_db_retry(max_retries=5,
-                                            retry_on_deadlock=True)
-
-
-@_retry_deadlock
+@api.retry_on_deadlock
 def create(profile_name, project_id, group_id=None, limits=None,
            max_accelerators=None):
     """One ARQ per requested accelerator of each group of the profile
@@ -104,8 +99,9 @@ def _counts(arqs):
 
 def list_arqs(filters, limit, marker=None, sort_key='created_at',
               sort_dir='asc', project_id=None):
-    """ARQs by ``instance_uuid``, ``states``, ``uuids``; scoped to
-    ``project_id`` unless it is None (admin)."""
+    """ARQs by ``instance_uuid``, ``states``, ``uuids``, the health of the
+    device they hold (``device_health``); scoped to ``project_id`` unless it
+    is None (admin)."""
     query = _select()
     if filters.get('instance_uuid'):
         query = query.where(ARQ.instance_uuid == filters['instance_uuid'])
@@ -113,6 +109,9 @@ def list_arqs(filters, limit, marker=None, sort_key='created_at',
         query = query.where(ARQ.state.in_(filters['states']))
     if filters.get('uuids'):
         query = query.where(ARQ.uuid.in_(filters['uuids']))
+    if filters.get('device_health'):
+        query = query.where(ARQ.state.in_(states.HOLDING),
+                            models.Device.health == filters['device_health'])
     query = _scoped(query, project_id)
     with api.reader() as session:
         query = api.paginate(session, query, ARQ, limit, marker, sort_key,
@@ -129,6 +128,7 @@ def get(uuid, project_id=None):
         return _row_to_dict(row)
 
 
+@api.retry_on_deadlock
 def start_bind(bindings, project_id=None, conductor_uuid=None):
     """Move every ARQ of ``bindings`` ({uuid: fields}) to BindStarted, or
     none of them: a missing ARQ or one in the wrong state stops them all.
@@ -151,11 +151,12 @@ def start_bind(bindings, project_id=None, conductor_uuid=None):
             attempts[uuid] = uuidutils.generate_uuid()
             values = dict(fields, state_reason=None,
                           bind_attempt=attempts[uuid],
-                          conductor_uuid=conductor_uuid)
+                          conductor_uuid=conductor_uuid, scheduled=False)
             _transition(session, uuid, states.BIND, values, project_id)
         return attempts
 
 
+@api.retry_on_deadlock
 def allocate(uuid, attempt, host_down_after):
     """Take a free attach handle of the ARQ's device for binding
     ``attempt``.
@@ -171,6 +172,7 @@ def allocate(uuid, attempt, host_down_after):
             arq.device_profile_group_id]
         deployable = _deployable_for(session, arq)
         _check_usable(session, deployable, group, host_down_after)
+        _check_not_leased(session, deployable, arq.project_id)
         # Before any handle is taken or agent called: the catalog image
         # the group asks for must fit the region.
         image = bitstream_compat.for_group(session, deployable, group)
@@ -216,21 +218,23 @@ def _check_usable(session, deployable, group, host_down_after):
     if any(h.release_pending for h in deployable.attach_handles):
         # Its agent may be erasing it: what it holds is not known yet.
         raise exception.ReleasePending(deployable=deployable.uuid)
-    if device.health == 'unhealthy':
-        raise exception.BindFailed(reason='Device %s is unhealthy: %s' % (
-            device.uuid, device.health_reasons))
     if device.status != 'enabled':
         raise exception.BindFailed(reason='Device %s is %s.' % (
             device.uuid, device.status))
     # A locking read: the latest committed drain, whatever snapshot this
-    # transaction started from (the drain locked the deployable first).
-    drain_reason = session.scalar(
-        sa.select(models.Device.drain_reason).where(
-            models.Device.id == device.id,
-            models.Device.drained_by.is_not(None)).with_for_update())
-    if drain_reason is not None:
+    # transaction started from (an operation's drain locked the deployable
+    # first; a health drain is written with the device row locked).
+    latest = session.execute(
+        sa.select(models.Device.drained_by, models.Device.drain_reason,
+                  models.Device.service_state, models.Device.health_reasons)
+        .where(models.Device.id == device.id).with_for_update()).one()
+    if latest.drained_by is not None:
         raise exception.BindFailed(reason='Device %s is drained: %s' % (
-            device.uuid, drain_reason))
+            device.uuid, latest.drain_reason))
+    if latest.service_state == states.DRAINED:
+        raise exception.BindFailed(
+            reason='Device %s is drained as unhealthy: %s' % (
+                device.uuid, latest.health_reasons))
     cutoff = hosts.utcnow() - datetime.timedelta(seconds=host_down_after)
     host = session.scalars(sa.select(models.Host).where(
         models.Host.hostname == device.hostname)).first()
@@ -238,19 +242,40 @@ def _check_usable(session, deployable, group, host_down_after):
             or host.last_heartbeat < cutoff:
         raise exception.BindFailed(
             reason='Host %s is down (no recent heartbeat).' % device.hostname)
-    attributes = {a.key: a.value for a in deployable.attributes}
+    unmet = unmet_by(deployable.uuid, deployable.attributes, group)
+    if unmet is not None:
+        raise exception.BindFailed(reason=unmet)
+
+
+def _check_not_leased(session, deployable, project_id):
+    """Inside a window of a lease of the device, only its lessee binds
+    to it (db/leases.py)."""
+    lease = leases.leased_to_other(session, deployable.device_id,
+                                   project_id, hosts.utcnow())
+    if lease is not None:
+        raise exception.BindFailed(
+            reason='Device %s is leased to another project until %s '
+                   '(lease %s).' % (deployable.device.uuid,
+                                    api.isotime(lease.ends_at), lease.uuid))
+
+
+def unmet_by(deployable_uuid, attributes, group):
+    """Why a deployable with ``attributes`` (Attribute rows) cannot serve
+    profile ``group`` (its resource class, required and forbidden traits),
+    or None when it can. Binds check it; standalone scheduling
+    (db/scheduling.py) filters its candidates with it."""
+    attributes = {a.key: a.value for a in attributes}
     traits = {v for k, v in attributes.items() if k.startswith('trait')}
     for key, value in group.items():
         name = key.split(':', 1)[1]
         if key.startswith('resources:') and attributes.get('rc') != name:
-            raise exception.BindFailed(
-                reason='Deployable %s provides %s, not %s.' % (
-                    deployable.uuid, attributes.get('rc'), name))
+            return 'Deployable %s provides %s, not %s.' % (
+                deployable_uuid, attributes.get('rc'), name)
         if key.startswith('trait:') and (value == 'required') != (
                 name in traits):
-            raise exception.BindFailed(
-                reason='Deployable %s does not satisfy trait %s=%s.' % (
-                    deployable.uuid, name, value))
+            return 'Deployable %s does not satisfy trait %s=%s.' % (
+                deployable_uuid, name, value)
+    return None
 
 
 def _take_handle(session, deployable):
@@ -265,11 +290,13 @@ def _take_handle(session, deployable):
                                     HANDLE.in_use == sa.false())
             .values(in_use=True)).rowcount
         if taken == 1:
+            availability.changed(session, [deployable.device.hostname])
             return session.get(HANDLE, handle_id)
     raise exception.BindFailed(
         reason='No free attach handle on deployable %s.' % deployable.uuid)
 
 
+@api.retry_on_deadlock
 def finish_bind(uuid, attempt, programmed_bitstream_id=None):
     """BindStarted -> Bound; False when the attempt was superseded."""
     with api.writer() as session:
@@ -284,6 +311,7 @@ def finish_bind(uuid, attempt, programmed_bitstream_id=None):
         return done
 
 
+@api.retry_on_deadlock
 def fail_bind(uuid, attempt, reason):
     """BindStarted -> BindFailed with ``reason``, giving back the handle;
     None (and nothing changed) when the attempt was superseded."""
@@ -338,6 +366,7 @@ def _fail(session, arq, reason):
     return _free(session, released)
 
 
+@api.retry_on_deadlock
 def unbind(uuids, project_id=None):
     """BindStarted/Bound/BindFailed -> Unbound, giving handles back.
 
@@ -345,23 +374,31 @@ def unbind(uuids, project_id=None):
     or never bound are left as they are, so Nova may retry.
     """
     with api.writer() as session:
-        arqs = _get_all(session, uuids, project_id, for_update=True)
-        released = []
-        for arq in arqs:
-            if not states.ARQ.allows(arq.state, states.UNBIND):
-                continue
-            held = _handle_of(session, arq)
-            whose = _whose(arq)
-            if _move(session, ARQ.id == arq.id, states.UNBIND, None,
-                     state_reason=None, hostname=None, device_rp_uuid=None,
-                     instance_uuid=None, bind_attempt=None,
-                     attach_handle_id=None, deployable_id=None):
-                released += [dict(job, **whose)
-                             for job in _free(session, held)]
-        return released
+        return unbind_rows(session, _get_all(session, uuids, project_id,
+                                             for_update=True))
 
 
-@_retry_deadlock
+def unbind_rows(session, arqs, reason=None):
+    """Within the caller's transaction: unbind these ARQs (rows it
+    locked), as ``unbind`` does; a lease's end (db/leases.py) gives its
+    ``reason``. Returns the release jobs."""
+    released = []
+    for arq in arqs:
+        if not states.ARQ.allows(arq.state, states.UNBIND):
+            continue
+        held = _handle_of(session, arq)
+        whose = _whose(arq)
+        if _move(session, ARQ.id == arq.id, states.UNBIND, None,
+                 state_reason=reason, hostname=None, device_rp_uuid=None,
+                 instance_uuid=None, bind_attempt=None,
+                 attach_handle_id=None, deployable_id=None,
+                 lease_ends_at=None, lease_starts_at=None):
+            released += [dict(job, **whose)
+                         for job in _free(session, held)]
+    return released
+
+
+@api.retry_on_deadlock
 def delete(uuids=None, instance_uuid=None, project_id=None,
            delete_bound=False):
     """Delete ARQs by uuid (all must exist) or by instance (idempotent).
@@ -415,6 +452,25 @@ def bound_on(hostname):
                                                     row.cpid_info),
                  'attach_handle': _handle_dict(row.AttachHandle)}
                 for row in rows]
+
+
+def holding(device_uuids):
+    """ARQs holding (or getting) a handle of these devices: the workloads
+    to tell when a device fails."""
+    with api.reader() as session:
+        rows = session.execute(
+            sa.select(ARQ.uuid, ARQ.instance_uuid, ARQ.project_id,
+                      ARQ.state, models.Device.uuid.label('device_uuid'),
+                      models.Device.hostname)
+            .join(HANDLE, ARQ.attach_handle_id == HANDLE.id)
+            .join(models.Deployable,
+                  models.Deployable.id == HANDLE.deployable_id)
+            .join(models.Device,
+                  models.Device.id == models.Deployable.device_id)
+            .where(models.Device.uuid.in_(device_uuids),
+                   ARQ.state.in_(states.HOLDING))
+            .order_by(ARQ.id)).all()
+        return [row._asdict() for row in rows]
 
 
 def _refuse_bound(arqs):
@@ -480,6 +536,7 @@ def _free(session, handle):
     confirm = hosts.confirms_releases(session, device.hostname)
     session.execute(sa.update(HANDLE).where(HANDLE.id == handle.id)
                     .values(in_use=False, release_pending=confirm))
+    availability.changed(session, [device.hostname])
     return [_release_job(deployable, handle, confirm)]
 
 
@@ -507,6 +564,7 @@ def confirm_release(handle_uuid, erased):
         if handle is None:
             return False
         handle.release_pending = False
+        availability.changed(session, [handle.deployable.device.hostname])
         if erased:
             session.execute(sa.update(models.Deployable).where(
                 models.Deployable.id == handle.deployable_id)
@@ -550,11 +608,17 @@ def _scoped(query, project_id):
 
 
 def _select():
-    # The profile name and the handle come in the same query as the ARQ.
-    return (sa.select(ARQ, models.DeviceProfile.name, HANDLE)
+    # The profile name, the handle and its device's health come in the
+    # same query as the ARQ.
+    return (sa.select(ARQ, models.DeviceProfile.name, HANDLE,
+                      models.Device.health)
             .join(models.DeviceProfile,
                   ARQ.device_profile_id == models.DeviceProfile.id)
-            .outerjoin(HANDLE, ARQ.attach_handle_id == HANDLE.id))
+            .outerjoin(HANDLE, ARQ.attach_handle_id == HANDLE.id)
+            .outerjoin(models.Deployable,
+                       models.Deployable.id == HANDLE.deployable_id)
+            .outerjoin(models.Device,
+                       models.Device.id == models.Deployable.device_id))
 
 
 def _handle_dict(handle):
@@ -563,11 +627,11 @@ def _handle_dict(handle):
 
 
 def _row_to_dict(row):
-    arq, profile_name, handle = row
-    return _to_dict(arq, profile_name, handle)
+    arq, profile_name, handle, device_health = row
+    return _to_dict(arq, profile_name, handle, device_health)
 
 
-def _to_dict(arq, profile_name, handle):
+def _to_dict(arq, profile_name, handle, device_health=None):
     bound = handle is not None and arq.state == states.BOUND
     return {
         'uuid': arq.uuid,
@@ -584,6 +648,15 @@ def _to_dict(arq, profile_name, handle):
         'attach_handle_uuid': handle.uuid if bound else None,
         'attach_handle_info': json.loads(handle.attach_info) if bound
         else {},
+        # The health of the device it holds: a workload learns here that
+        # its device failed (db/health.py drains it meanwhile).
+        'device_health': device_health if handle is not None
+        and arq.state in states.HOLDING else None,
+        # Notice that the lease lending the device ends (db/leases.py).
+        'lease_ends_at': api.isotime(arq.lease_ends_at),
+        # Notice that another project's lease of the device starts: the
+        # binding is undone [leases] grace_seconds after it.
+        'lease_starts_at': api.isotime(arq.lease_starts_at),
         'created_at': api.isotime(arq.created_at),
         'updated_at': api.isotime(arq.updated_at),
     }

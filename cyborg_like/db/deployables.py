@@ -90,38 +90,45 @@ def start_program(uuid, bitstream_id, project_id, conductor_uuid=None):
     check, so two conductors cannot both start one.
     """
     with api.writer() as session:
-        deployable = _locked(session, uuid)
-        if any(h.in_use for h in deployable.attach_handles):
-            raise exception.Conflict(
-                'Deployable %s is in use by an accelerator request; unbind '
-                'it before programming.' % uuid)
-        if operations.unfinished_for(session, uuid) is not None:
-            raise exception.Conflict(
-                'Deployable %s is already being programmed.' % uuid)
-        if deployable.device.drained_by is not None:
-            # Its driver is changing, or in doubt after a failed change.
-            raise exception.Conflict('Deployable %s is drained: %s' % (
-                uuid, deployable.device.drain_reason))
-        # A catalog image must fit the region: refused here, before the
-        # operation exists or any agent is called.
-        image = bitstream_compat.catalog_image(session, bitstream_id)
-        if image is not None:
-            bitstream_compat.check(image, deployable)
-        operation = operations.add(session, 'program', uuid, project_id,
-                                   conductor_uuid)
-        device = deployable.device
-        cpid = device.controlpath_ids[0]
-        job = {
-            'hostname': device.hostname,
-            'driver_name': deployable.driver_name,
-            'controlpath_id': cpid.to_wire(),
-            'deployable_name': deployable.name,
-            'deployable_uuid': deployable.uuid,
-            'bitstream_id': bitstream_compat.loaded_id(image) if image
-            else bitstream_id,
-            'image': bitstream_compat.image_job(image) if image else None,
-        }
-        return job, operations.to_dict(operation), to_dict(deployable)
+        return program_in(session, uuid, bitstream_id, project_id,
+                          conductor_uuid)
+
+
+def program_in(session, uuid, bitstream_id, project_id, conductor_uuid=None):
+    """``start_program`` within the caller's transaction (a rollout starts
+    its target's operation in the transaction that marks it begun)."""
+    deployable = _locked(session, uuid)
+    if any(h.in_use for h in deployable.attach_handles):
+        raise exception.Conflict(
+            'Deployable %s is in use by an accelerator request; unbind '
+            'it before programming.' % uuid)
+    if operations.unfinished_for(session, uuid) is not None:
+        raise exception.Conflict(
+            'Deployable %s is already being programmed.' % uuid)
+    if deployable.device.drained_by is not None:
+        # Its driver is changing, or in doubt after a failed change.
+        raise exception.Conflict('Deployable %s is drained: %s' % (
+            uuid, deployable.device.drain_reason))
+    # A catalog image must fit the region: refused here, before the
+    # operation exists or any agent is called.
+    image = bitstream_compat.catalog_image(session, bitstream_id)
+    if image is not None:
+        bitstream_compat.check(image, deployable)
+    operation = operations.add(session, 'program', uuid, project_id,
+                               conductor_uuid)
+    device = deployable.device
+    cpid = device.controlpath_ids[0]
+    job = {
+        'hostname': device.hostname,
+        'driver_name': deployable.driver_name,
+        'controlpath_id': cpid.to_wire(),
+        'deployable_name': deployable.name,
+        'deployable_uuid': deployable.uuid,
+        'bitstream_id': bitstream_compat.loaded_id(image) if image
+        else bitstream_id,
+        'image': bitstream_compat.image_job(image) if image else None,
+    }
+    return job, operations.to_dict(operation), to_dict(deployable)
 
 
 def set_bitstream(uuid, bitstream_id):

@@ -43,46 +43,53 @@ def start(hostname, request, project_id, conductor_uuid=None):
     to the family's devices unless the request forces or waits. Returns
     (operation, job for the agent).
     """
-    family = request['family']
     with api.writer() as session:
-        _lock_host(session, hostname)
-        if not hosts.agent_at_least(session, hostname, hosts.RUNS_PLAYBOOKS):
-            raise exception.Conflict(
-                'The agent of host %s is too old to run driver playbooks; '
-                'upgrade it first.' % hostname)
-        running = session.scalar(sa.select(OP.uuid).where(
-            OP.hostname == hostname, OP.state.in_(states.UNFINISHED)))
-        if running is not None:
-            raise exception.DriverOperationInProgress(hostname=hostname,
-                                                      operation=running)
-        device_ids = _family_devices(session, hostname, family)
-        _check_no_device_work(session, device_ids)
-        holding = _holding(session, sa.select(models.Deployable.id).where(
-            models.Deployable.device_id.in_(device_ids))
-            .with_for_update())
-        if holding and not (request.get('force')
-                            or request.get('wait_for_release')):
-            raise exception.DevicesInUse(hostname=hostname, family=family,
-                                         arqs=', '.join(holding))
-        params = dict(request, devices=len(device_ids))
-        if request.get('force'):
-            # Recorded: who forced it is in the request id's logs; what
-            # was bound is here.
-            params['forced_over'] = holding
-        operation = operations.add(
-            session, driver_families.OPERATION_PREFIX + request['action'],
-            driver_families.host_uuid(hostname), project_id, conductor_uuid)
-        operation.hostname = hostname
-        operation.params = json.dumps(params)
-        _drain(session, device_ids, operation.uuid,
-               'Driver operation %s (%s %s) in progress.' % (
-                   operation.uuid, request['action'], family))
-        placement_sync.mark_dirty(session, [hostname])
-        job = {'operation_uuid': operation.uuid, 'hostname': hostname,
-               'family': family, 'action': request['action'],
-               'parameters': request.get('parameters') or {},
-               'timeout': request.get('timeout')}
-        return to_dict(operation), job
+        return start_in(session, hostname, request, project_id,
+                        conductor_uuid)
+
+
+def start_in(session, hostname, request, project_id, conductor_uuid=None):
+    """``start`` within the caller's transaction (a rollout's target,
+    db/rollouts.py, begins with it)."""
+    family = request['family']
+    _lock_host(session, hostname)
+    if not hosts.agent_at_least(session, hostname, hosts.RUNS_PLAYBOOKS):
+        raise exception.Conflict(
+            'The agent of host %s is too old to run driver playbooks; '
+            'upgrade it first.' % hostname)
+    running = session.scalar(sa.select(OP.uuid).where(
+        OP.hostname == hostname, OP.state.in_(states.UNFINISHED)))
+    if running is not None:
+        raise exception.DriverOperationInProgress(hostname=hostname,
+                                                  operation=running)
+    device_ids = _family_devices(session, hostname, family)
+    _check_no_device_work(session, device_ids)
+    holding = _holding(session, sa.select(models.Deployable.id).where(
+        models.Deployable.device_id.in_(device_ids))
+        .with_for_update())
+    if holding and not (request.get('force')
+                        or request.get('wait_for_release')):
+        raise exception.DevicesInUse(hostname=hostname, family=family,
+                                     arqs=', '.join(holding))
+    params = dict(request, devices=len(device_ids))
+    if request.get('force'):
+        # Recorded: who forced it is in the request id's logs; what
+        # was bound is here.
+        params['forced_over'] = holding
+    operation = operations.add(
+        session, driver_families.OPERATION_PREFIX + request['action'],
+        driver_families.host_uuid(hostname), project_id, conductor_uuid)
+    operation.hostname = hostname
+    operation.params = json.dumps(params)
+    _drain(session, device_ids, operation.uuid,
+           'Driver operation %s (%s %s) in progress.' % (
+               operation.uuid, request['action'], family))
+    placement_sync.mark_dirty(session, [hostname])
+    job = {'operation_uuid': operation.uuid, 'hostname': hostname,
+           'family': family, 'action': request['action'],
+           'parameters': request.get('parameters') or {},
+           'timeout': request.get('timeout')}
+    return to_dict(operation), job
 
 
 def holding_arqs(operation_uuid):
@@ -90,6 +97,15 @@ def holding_arqs(operation_uuid):
     with api.reader() as session:
         return _holding(session, sa.select(models.Deployable.id).join(
             DEVICE).where(DEVICE.drained_by == operation_uuid))
+
+
+def _locked(session, uuid):
+    """The operation's row, locked for this transaction; NotFound if none."""
+    operation = session.scalars(sa.select(OP).where(OP.uuid == uuid)
+                                .with_for_update()).first()
+    if operation is None:
+        raise exception.NotFound('Operation %s could not be found.' % uuid)
+    return operation
 
 
 def record_progress(uuid, batch):
@@ -100,11 +116,7 @@ def record_progress(uuid, batch):
     state, so the agent stops a run that was cancelled or failed here.
     """
     with api.writer() as session:
-        operation = session.scalars(sa.select(OP).where(OP.uuid == uuid)
-                                    .with_for_update()).first()
-        if operation is None:
-            raise exception.NotFound('Operation %s could not be found.'
-                                     % uuid)
+        operation = _locked(session, uuid)
         if operation.state in states.UNFINISHED:
             operation.progress = json.dumps(
                 merge_progress(_load(operation.progress), batch))
@@ -183,11 +195,7 @@ def request_cancel(uuid):
     operations can be cancelled (an FPGA being programmed cannot)."""
     machine = states.OPERATION
     with api.writer() as session:
-        operation = session.scalars(sa.select(OP).where(OP.uuid == uuid)
-                                    .with_for_update()).first()
-        if operation is None:
-            raise exception.NotFound('Operation %s could not be found.'
-                                     % uuid)
+        operation = _locked(session, uuid)
         if not driver_families.is_driver_operation(operation.type):
             raise exception.OperationNotCancellable(
                 uuid=uuid, reason='only driver operations can be.')

@@ -6,6 +6,7 @@ holds (one multi-row INSERT, one UPDATE with a CASE per column), so
 thousands of device readings a second cost a handful of round trips.
 """
 
+import collections
 import datetime
 import json
 
@@ -14,6 +15,8 @@ import sqlalchemy as sa
 from cyborg_like.common import exception
 from cyborg_like.common import inventory as wire
 from cyborg_like.db import api
+from cyborg_like.db import generations
+from cyborg_like.db import health
 from cyborg_like.db import hosts
 from cyborg_like.db import models
 from cyborg_like.db import placement_sync
@@ -25,25 +28,36 @@ HEALTHY, UNHEALTHY = 'healthy', 'unhealthy'
 _UPDATE_CHUNK = 500
 
 
-def ingest(beats, retention):
+Ingested = collections.namedtuple('Ingested', 'stored changed moves')
+
+
+def ingest(beats, retention, policy):
     """Apply ``beats``, the latest heartbeat of each host.
 
     Each beat is ``{'host', 'agent_version', 'inventory_hash', 'health':
-    [DeviceHealth dicts], 'received_at': datetime}``. Returns the inventory
-    hash the database holds for each host, and the devices whose health
-    changed as ``(uuid, hostname, new health, reasons)``.
+    [DeviceHealth dicts], 'received_at': datetime}``; ``policy``: the
+    ``[health]`` options. Returns the inventory hash the database holds for
+    each host, the devices whose health changed as ``(uuid, hostname, new
+    health, reasons)``, and the devices moved in or out of service
+    (db/health.py).
     """
     if not beats:
-        return {}, []
+        return Ingested({}, [], [])
+    now = hosts.utcnow()
     with api.writer() as session:
         stored = _touch_hosts(session, beats)
         devices = _devices_of(session, [b['host'] for b in beats])
-        changed = _apply_health(session, beats, devices)
-        placement_sync.mark_dirty(session, [c[1] for c in changed])
-        cutoff = hosts.utcnow() - datetime.timedelta(seconds=retention)
+        with generations.unserved():
+            # Readings only: SQL text, which leaves updated_at alone.
+            changed, verdicts = _apply_health(session, beats, devices)
+        # Drains and recoveries move updated_at: the API's copy hears.
+        moves = health.apply(session, verdicts, policy, now)
+        placement_sync.mark_dirty(session, [c[1] for c in changed]
+                                  + [m.hostname for m in moves])
+        cutoff = now - datetime.timedelta(seconds=retention)
         session.execute(sa.delete(models.DeviceMetric).where(
             models.DeviceMetric.recorded_at < cutoff))
-    return stored, changed
+    return Ingested(stored, changed, moves)
 
 
 def _touch_hosts(session, beats):
@@ -72,6 +86,7 @@ def _devices_of(session, names):
     rows = session.execute(
         sa.select(models.Device.id, models.Device.uuid,
                   models.Device.hostname, models.Device.health,
+                  models.Device.service_state,
                   models.ControlpathID.cpid_type,
                   models.ControlpathID.cpid_info)
         .join(models.ControlpathID)
@@ -81,7 +96,7 @@ def _devices_of(session, names):
 
 
 def _apply_health(session, beats, devices):
-    updates, metrics, changed = [], [], []
+    updates, metrics, changed, verdicts = [], [], [], []
     for beat in beats:
         for reading in beat.get('health') or ():
             key = (beat['host'], wire.canonical(reading['controlpath_id']))
@@ -93,24 +108,31 @@ def _apply_health(session, beats, devices):
             updates.append({
                 'id': device.id, 'health': health,
                 'health_reasons': json.dumps(reading.get('reasons') or []),
+                'health_unchecked': json.dumps(
+                    reading.get('unchecked') or []),
                 'utilization': utilization,
                 'health_updated_at': beat['received_at']})
             metrics.append({
                 'device_id': device.id, 'recorded_at': beat['received_at'],
                 'healthy': reading['healthy'], 'utilization': utilization})
+            reasons = reading.get('reasons') or []
+            verdicts.append((device.id, reading['healthy'], reasons,
+                             device.service_state))
             if health != device.health:
-                changed.append((device.uuid, beat['host'], health,
-                                reading.get('reasons') or []))
+                changed.append((device.uuid, beat['host'], health, reasons))
     if updates:
-        _update_by_id(session, models.Device, updates)
+        # Readings have their own time (health_updated_at): a device's
+        # updated_at is its record's, which the API lists and its read
+        # model serves, and would otherwise move every heartbeat.
+        _update_by_id(session, models.Device, updates, touch=False)
         session.execute(sa.insert(models.DeviceMetric), metrics)
-    return changed
+    return changed, verdicts
 
 
-def _update_by_id(session, model, rows):
+def _update_by_id(session, model, rows, touch=True):
     """UPDATE rows of ``model`` by id, each dict of ``rows`` holding ``id``
     and the same columns: one statement per chunk of rows, a CASE on the id
-    per column, and ``updated_at`` set as the ORM would.
+    per column, and ``updated_at`` set as the ORM would when ``touch``.
 
     An executemany of an UPDATE costs a round trip per row with PyMySQL
     (it batches INSERTs only): a flush of 16,000 readings took about 20 s
@@ -128,7 +150,7 @@ def _update_by_id(session, model, rows):
     names = [name for name in rows[0] if name != 'id']
     process = {name: _bind_processor(table.c[name], dialect)
                for name in names + ['id', 'updated_at']}
-    now = process['updated_at'](hosts.utcnow())
+    now = process['updated_at'](hosts.utcnow()) if touch else None
     for start in range(0, len(rows), _UPDATE_CHUNK):
         chunk = rows[start:start + _UPDATE_CHUNK]
         ids = [process['id'](row['id']) for row in chunk]
@@ -140,8 +162,9 @@ def _update_by_id(session, model, rows):
             to_db = process[name]
             for row_id, row in zip(ids, chunk):
                 params += [row_id, to_db(row[name])]
-        sets.append('%s = %s' % (quote('updated_at'), mark))
-        params.append(now)
+        if touch:
+            sets.append('%s = %s' % (quote('updated_at'), mark))
+            params.append(now)
         params += ids
         conn.exec_driver_sql('UPDATE %s SET %s WHERE %s IN (%s)' % (
             quote(table.name), ', '.join(sets), quote('id'),
@@ -170,7 +193,11 @@ def device_health(uuid, history_limit):
         return {
             'device_uuid': device.uuid,
             'health': device.health,
+            'service_state': device.service_state,
+            'healthy_checks': device.healthy_checks,
+            'service_changed_at': api.isotime(device.service_changed_at),
             'reasons': json.loads(device.health_reasons or '[]'),
+            'unchecked': json.loads(device.health_unchecked or '[]'),
             'utilization': json.loads(device.utilization or '{}'),
             'updated_at': api.isotime(device.health_updated_at),
             'history': [{'recorded_at': api.isotime(m.recorded_at),

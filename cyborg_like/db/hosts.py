@@ -110,4 +110,6 @@ def _to_dict(host, cutoff):
         'agent_version': host.agent_version,
         'inventory_hash': host.inventory_hash,
         'driver_versions': json.loads(host.driver_versions or '{}'),
+        # Of its compute node in Placement, as the last sync read them.
+        'aggregates': json.loads(host.aggregates or '[]'),
     }

@@ -68,6 +68,10 @@ class Host(TimestampMixin, Base):
     # it over after (db/placement_sync.py ``claim``).
     placement_claimed_until: orm.Mapped[datetime.datetime | None] = (
         orm.mapped_column(sa.DateTime))
+    # JSON sorted list of the Placement aggregates (lower-case UUIDs) of
+    # the host's compute node provider, as the last Placement sync of the
+    # host read them; NULL until one did (db/placement_sync.py).
+    aggregates: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
 
 
 class Device(TimestampMixin, Base):
@@ -91,6 +95,8 @@ class Device(TimestampMixin, Base):
     health: orm.Mapped[str] = orm.mapped_column(
         sa.String(16), default='unknown', server_default='unknown')
     health_reasons: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
+    # JSON list: the checks the driver could not make (its reading said).
+    health_unchecked: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
     utilization: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
     health_updated_at: orm.Mapped[datetime.datetime | None] = \
         orm.mapped_column(sa.DateTime)
@@ -98,6 +104,15 @@ class Device(TimestampMixin, Base):
     # after one that failed: not bindable, Placement inventory reserved.
     drained_by: orm.Mapped[str | None] = orm.mapped_column(sa.String(36))
     drain_reason: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
+    # Where its health readings left it (common/states.py DEVICE_SERVICE):
+    # serving, drained or flagged; healthy readings in a row while out of
+    # service; when it last moved.
+    service_state: orm.Mapped[str] = orm.mapped_column(
+        sa.String(16), default='serving', server_default='serving')
+    healthy_checks: orm.Mapped[int] = orm.mapped_column(
+        default=0, server_default='0')
+    service_changed_at: orm.Mapped[datetime.datetime | None] = \
+        orm.mapped_column(sa.DateTime)
 
     controlpath_ids: orm.Mapped[list['ControlpathID']] = orm.relationship(
         back_populates='device', cascade='all, delete-orphan',
@@ -254,6 +269,101 @@ class ExtARQ(TimestampMixin, Base):
     # heartbeating, any conductor fails the binding (db/conductors.py).
     conductor_uuid: orm.Mapped[str | None] = orm.mapped_column(
         sa.String(36))
+    # The current binding was scheduled by the conductor (standalone,
+    # POST .../schedule), not asked for by Nova: no Nova event is sent
+    # (db/scheduling.py, docs/scheduling.md).
+    scheduled: orm.Mapped[bool] = orm.mapped_column(default=False)
+    # The Placement allocation a standalone binding claimed: one of its
+    # deployable's resource class on that provider for this consumer.
+    # Kept until the consumer's allocations were brought back in line
+    # after the binding ended (conductor/placement/claims.py).
+    placement_consumer: orm.Mapped[str | None] = orm.mapped_column(
+        sa.String(36))
+    placement_rp_uuid: orm.Mapped[str | None] = orm.mapped_column(
+        sa.String(36))
+    # The end of the lease window the request's device is lent for, once
+    # its notice was given (db/leases.py): the binding is undone
+    # [leases] grace_seconds after it.
+    lease_ends_at: orm.Mapped[datetime.datetime | None] = orm.mapped_column(
+        sa.DateTime)
+    # The start of a window of another project's lease of the request's
+    # device, once its notice was given (db/leases.py): the binding is
+    # undone [leases] grace_seconds after it.
+    lease_starts_at: orm.Mapped[datetime.datetime | None] = (
+        orm.mapped_column(sa.DateTime))
+
+
+class Lease(TimestampMixin, Base):
+    """Devices lent to a project for one window or a recurring one
+    (db/leases.py, docs/leases.md)."""
+
+    __tablename__ = 'leases'
+    __table_args__ = (
+        sa.Index('leases_created_at_id_idx', 'created_at', 'id'),
+        sa.Index('leases_project_id_idx', 'project_id'),
+        sa.Index('leases_state_idx', 'state'),
+    )
+    id: orm.Mapped[int] = orm.mapped_column(primary_key=True)
+    uuid: orm.Mapped[str] = orm.mapped_column(sa.String(36), unique=True)
+    name: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
+    # The lessee.
+    project_id: orm.Mapped[str] = orm.mapped_column(sa.String(255))
+    state: orm.Mapped[str] = orm.mapped_column(sa.String(16))
+    # Asked by profile (a resource class, traits as JSON {name: required |
+    # forbidden}, a count) or by naming devices (then these are null).
+    resource_class: orm.Mapped[str | None] = orm.mapped_column(
+        sa.String(255))
+    traits: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
+    # The first window, in local time of ``timezone``, and the RFC 5545
+    # recurrence rule repeating it (null: one window).
+    start_local: orm.Mapped[datetime.datetime] = orm.mapped_column(
+        sa.DateTime)
+    end_local: orm.Mapped[datetime.datetime] = orm.mapped_column(sa.DateTime)
+    timezone: orm.Mapped[str] = orm.mapped_column(sa.String(64))
+    recurrence: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
+    # Windows are written (lease_windows) up to this time (UTC).
+    planned_until: orm.Mapped[datetime.datetime] = orm.mapped_column(
+        sa.DateTime)
+    ended_at: orm.Mapped[datetime.datetime | None] = orm.mapped_column(
+        sa.DateTime)
+
+    devices: orm.Mapped[list['LeaseDevice']] = orm.relationship(
+        cascade='all, delete-orphan', passive_deletes=True)
+
+
+class LeaseDevice(Base):
+    """A device a lease holds."""
+
+    __tablename__ = 'lease_devices'
+    __table_args__ = (
+        sa.UniqueConstraint('lease_id', 'device_id',
+                            name='uniq_lease_devices0lease_id0device_id'),
+        sa.Index('lease_devices_device_id_idx', 'device_id'),
+    )
+    id: orm.Mapped[int] = orm.mapped_column(primary_key=True)
+    lease_id: orm.Mapped[int] = orm.mapped_column(
+        sa.ForeignKey('leases.id', ondelete='CASCADE'))
+    device_id: orm.Mapped[int] = orm.mapped_column(
+        sa.ForeignKey('devices.id', ondelete='CASCADE'))
+
+
+class LeaseWindow(Base):
+    """One occurrence of a lease, in UTC, and how far the conductors'
+    lease periodic moved it (common/states.py LEASE_WINDOW)."""
+
+    __tablename__ = 'lease_windows'
+    __table_args__ = (
+        sa.Index('lease_windows_lease_id_idx', 'lease_id'),
+        sa.Index('lease_windows_state_ends_at_idx', 'state', 'ends_at'),
+        sa.Index('lease_windows_starts_at_idx', 'starts_at'),
+    )
+    id: orm.Mapped[int] = orm.mapped_column(primary_key=True)
+    lease_id: orm.Mapped[int] = orm.mapped_column(
+        sa.ForeignKey('leases.id', ondelete='CASCADE'))
+    starts_at: orm.Mapped[datetime.datetime] = orm.mapped_column(
+        sa.DateTime)
+    ends_at: orm.Mapped[datetime.datetime] = orm.mapped_column(sa.DateTime)
+    state: orm.Mapped[str] = orm.mapped_column(sa.String(16))
 
 
 class Operation(TimestampMixin, Base):
@@ -301,6 +411,38 @@ class DeviceMetric(Base):
         sa.DateTime)
     healthy: orm.Mapped[bool] = orm.mapped_column()
     utilization: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
+
+
+class HealthDrain(Base):
+    """An automatic drain, kept for [health] breaker_window: what the
+    drain circuit breaker counts (db/health.py)."""
+
+    __tablename__ = 'health_drains'
+    __table_args__ = (
+        sa.Index('health_drains_drained_at_idx', 'drained_at'),
+        sa.Index('health_drains_device_id_idx', 'device_id'),
+    )
+    id: orm.Mapped[int] = orm.mapped_column(primary_key=True)
+    device_id: orm.Mapped[int] = orm.mapped_column(
+        sa.ForeignKey('devices.id', ondelete='CASCADE'))
+    hostname: orm.Mapped[str] = orm.mapped_column(sa.String(255))
+    drained_at: orm.Mapped[datetime.datetime] = orm.mapped_column(
+        sa.DateTime)
+
+
+class AvailabilityChange(Base):
+    """A host whose offer of accelerators changed (inventory, status,
+    health, a handle taken or given back, up or down): the availability
+    feed's cursor is the newest id (db/availability.py)."""
+
+    __tablename__ = 'availability_changes'
+    __table_args__ = (
+        sa.Index('availability_changes_changed_at_idx', 'changed_at'),
+    )
+    id: orm.Mapped[int] = orm.mapped_column(primary_key=True)
+    hostname: orm.Mapped[str] = orm.mapped_column(sa.String(255))
+    changed_at: orm.Mapped[datetime.datetime] = orm.mapped_column(
+        sa.DateTime)
 
 
 class QuotaUsage(Base):
@@ -359,3 +501,87 @@ class Bitstream(TimestampMixin, Base):
     upload_id: orm.Mapped[str | None] = orm.mapped_column(sa.String(36))
     project_id: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
     user_id: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
+
+
+class ReadGeneration(Base):
+    """The generation of one family of the API's read model (devices,
+    deployables, device_profiles), bumped by every transaction that
+    changes the family (db/generations.py)."""
+
+    __tablename__ = 'read_generations'
+    family: orm.Mapped[str] = orm.mapped_column(sa.String(32),
+                                                primary_key=True)
+    generation: orm.Mapped[int] = orm.mapped_column(sa.BigInteger,
+                                                    default=0)
+
+
+class Rollout(TimestampMixin, Base):
+    """A change rolled across many targets in waves (db/rollouts.py)."""
+
+    __tablename__ = 'rollouts'
+    __table_args__ = (
+        sa.Index('rollouts_state_idx', 'state'),
+        sa.Index('rollouts_created_at_id_idx', 'created_at', 'id'),
+    )
+    id: orm.Mapped[int] = orm.mapped_column(primary_key=True)
+    uuid: orm.Mapped[str] = orm.mapped_column(sa.String(36), unique=True)
+    name: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
+    # What is applied: kind bitstream (to regions; ``image`` a catalog
+    # image uuid or a bitstream id the agents know) or firmware (to cards;
+    # a catalog firmware image's uuid).
+    kind: orm.Mapped[str] = orm.mapped_column(sa.String(16))
+    image: orm.Mapped[str] = orm.mapped_column(sa.String(255))
+    selector: orm.Mapped[str] = orm.mapped_column(sa.Text)      # JSON
+    strategy: orm.Mapped[str] = orm.mapped_column(sa.Text)      # JSON
+    state: orm.Mapped[str] = orm.mapped_column(sa.String(16))
+    # The conductor driving it; another takes it over when this one stops
+    # heartbeating (db/rollouts.py ``claim``).
+    conductor_uuid: orm.Mapped[str | None] = orm.mapped_column(
+        sa.String(36))
+    current_wave: orm.Mapped[int] = orm.mapped_column(
+        default=0, server_default='0')
+    wave_started_at: orm.Mapped[datetime.datetime | None] = \
+        orm.mapped_column(sa.DateTime)
+    waves: orm.Mapped[int] = orm.mapped_column(default=0, server_default='0')
+    reason: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
+    project_id: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
+    finished_at: orm.Mapped[datetime.datetime | None] = orm.mapped_column(
+        sa.DateTime)
+
+
+class RolloutTarget(Base):
+    """One region (or card) of a rollout, resolved when it was created."""
+
+    __tablename__ = 'rollout_targets'
+    __table_args__ = (
+        sa.UniqueConstraint('rollout_id', 'target_uuid',
+                            name='uniq_rollout_targets0rollout0target'),
+        sa.Index('rollout_targets_rollout_state_idx', 'rollout_id', 'state',
+                 'wave'),
+        sa.Index('rollout_targets_operation_idx', 'operation_uuid'),
+        # Every conductor's step looks for targets under way.
+        sa.Index('rollout_targets_state_idx', 'state'),
+    )
+    id: orm.Mapped[int] = orm.mapped_column(primary_key=True)
+    rollout_id: orm.Mapped[int] = orm.mapped_column(
+        sa.ForeignKey('rollouts.id', ondelete='CASCADE'))
+    target_kind: orm.Mapped[str] = orm.mapped_column(sa.String(16))
+    target_uuid: orm.Mapped[str] = orm.mapped_column(sa.String(255))
+    device_id: orm.Mapped[int | None] = orm.mapped_column()
+    hostname: orm.Mapped[str] = orm.mapped_column(sa.String(255))
+    # 0 is the canary; waves 1.. follow.
+    wave: orm.Mapped[int] = orm.mapped_column()
+    state: orm.Mapped[str] = orm.mapped_column(sa.String(16))
+    # What it held before the change (what a rollback puts back) and what
+    # the change put on it (what the read-back must show).
+    last_known_good: orm.Mapped[str | None] = orm.mapped_column(
+        sa.String(255))
+    applied: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
+    operation_uuid: orm.Mapped[str | None] = orm.mapped_column(sa.String(36))
+    rollback_operation_uuid: orm.Mapped[str | None] = orm.mapped_column(
+        sa.String(36))
+    started_at: orm.Mapped[datetime.datetime | None] = orm.mapped_column(
+        sa.DateTime)
+    finished_at: orm.Mapped[datetime.datetime | None] = orm.mapped_column(
+        sa.DateTime)
+    reason: orm.Mapped[str | None] = orm.mapped_column(sa.Text)

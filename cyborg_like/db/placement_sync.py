@@ -10,19 +10,26 @@ host (``placement_claimed_until``) before syncing it, so that conductors
 share the dirty hosts instead of each syncing all of them.
 """
 
+import json
+import uuid
+
 import sqlalchemy as sa
 from sqlalchemy import orm
 
 from cyborg_like.db import api
+from cyborg_like.db import availability
 from cyborg_like.db import hosts
+from cyborg_like.db import leases
 from cyborg_like.db import models
 
 HOST = models.Host
 
 
 def mark_dirty(session, hostnames):
-    """Within the caller's transaction: these hosts need a sync."""
+    """Within the caller's transaction: these hosts need a sync. What they
+    offer changed too, as the availability feed shows it."""
     names = sorted(set(hostnames))
+    availability.changed(session, names)
     if names:
         session.execute(
             sa.update(HOST).where(HOST.hostname.in_(names))
@@ -108,6 +115,41 @@ def release(hostname, mark, synced):
             .execution_options(synchronize_session=False))
 
 
+def set_aggregates(hostname, aggregates):
+    """The Placement aggregates of the host's compute node, as a sync read
+    them. A host whose aggregates changed offers to other groups of the
+    availability feed, so that is a change of the feed too, in the same
+    transaction; the same aggregates again write nothing. Returns whether
+    they changed."""
+    value = aggregates_json(aggregates)
+    with api.writer() as session:
+        result = session.execute(
+            sa.update(HOST)
+            .where(HOST.hostname == hostname,
+                   sa.func.coalesce(HOST.aggregates, '[]') != value)
+            .values(aggregates=value)
+            .execution_options(synchronize_session=False))
+        if result.rowcount:
+            availability.changed(session, [hostname])
+        return bool(result.rowcount)
+
+
+def aggregates_json(aggregates):
+    """How ``hosts.aggregates`` holds them: a JSON list of canonical
+    UUIDs, sorted, so that a rollout's selector finds ``"<uuid>"`` in it
+    (db/rollouts.py) and equal sets are equal texts."""
+    return json.dumps(sorted({canonical_uuid(a) for a in aggregates}))
+
+
+def canonical_uuid(text):
+    """Lower-case and hyphenated, as Placement shows its own UUIDs
+    (it keeps an aggregate's as it was given)."""
+    try:
+        return str(uuid.UUID(str(text)))
+    except ValueError:
+        return str(text).lower()
+
+
 def host_deployables(hostname):
     """The facts Placement needs about each deployable of a host.
 
@@ -121,7 +163,12 @@ def host_deployables(hostname):
                       orm.selectinload(models.Deployable.attributes))
              .order_by(models.Device.id, models.Deployable.id))
     with api.reader() as session:
-        return [_to_dict(d) for d in session.scalars(query).unique()]
+        found = session.scalars(query).unique().all()
+        # Lent in a window now: reserved whole (db/leases.py).
+        leased = leases.held_devices(
+            session, sorted({d.device_id for d in found})) if found else ()
+        return [dict(_to_dict(d), leased=d.device_id in leased)
+                for d in found]
 
 
 def _to_dict(deployable):
@@ -140,5 +187,6 @@ def _to_dict(deployable):
         'hostname': device.hostname,
         'status': device.status,
         'health': device.health,
+        'service_state': device.service_state,
         'drained': device.drained_by is not None,
     }

@@ -75,12 +75,15 @@ class DeviceHealth:
     """One reading of a device's health and load, sent with heartbeats.
 
     ``healthy`` False makes the device unavailable for new binds; ``reasons``
-    says why in words an operator can act on.
+    says why in words an operator can act on. ``unchecked`` names the
+    checks the driver could not make on this device (its firmware, driver
+    or model lacks the query), so that healthy never means "not looked at".
     """
     controlpath_id: dict
     healthy: bool = True
     reasons: list = dataclasses.field(default_factory=list)
     utilization: dict = dataclasses.field(default_factory=dict)
+    unchecked: list = dataclasses.field(default_factory=list)
 
     def to_dict(self):
         return dataclasses.asdict(self)
@@ -106,6 +109,26 @@ class HealthReporting(abc.ABC):
     @abc.abstractmethod
     def health(self):
         """Return a list of :class:`DeviceHealth`, one per device."""
+
+
+class HealthWatching(abc.ABC):
+    """A driver that hears of faults as they happen (an event of the
+    vendor's library) instead of only when :meth:`HealthReporting.health`
+    asks: the agent then sends the readings at once, not at its next
+    heartbeat."""
+
+    @abc.abstractmethod
+    def watch_health(self, on_change):
+        """Start watching; ``on_change()`` is called, from the driver's own
+        thread, whenever a device's health verdict changed (the next
+        ``health()`` tells how). Return once watching, so that no fault
+        after the call is missed; calling it again while watching does
+        nothing."""
+
+    @abc.abstractmethod
+    def stop_watching(self):
+        """Stop and wait for the watching thread; ``on_change`` is not
+        called after this returns. Safe to call when not watching."""
 
 
 class AttachPreparing(abc.ABC):
@@ -138,3 +161,19 @@ class Flashable(abc.ABC):
         the vendor's tool; raise DriverError with its message on failure.
         Regions and their interfaces may differ afterwards: the caller
         discovers the device again."""
+
+
+class MigPartitioning(abc.ABC):
+    """A driver that can cut a GPU into MIG devices as the operator asks."""
+
+    @abc.abstractmethod
+    def mig_layout(self, controlpath_id):
+        """The MIG profile names of the GPU at ``controlpath_id`` now,
+        largest first ([]: the whole GPU)."""
+
+    @abc.abstractmethod
+    def apply_mig_layout(self, controlpath_id, layout):
+        """Make the GPU's MIG devices exactly ``layout`` (profile names; []
+        turns MIG mode off); return the layout now in place. Raise
+        DriverError saying why when the GPU cannot take it, leaving the
+        layout it had."""

@@ -8,6 +8,8 @@ at once. The file format is etc/cyborg_like/fake-inventory.yaml.sample.
 import json
 import os
 import time
+import uuid
+
 
 import yaml
 
@@ -53,7 +55,7 @@ def _interfaces(deployables):
 
 
 class FakeDriver(base.AcceleratorDriver, base.Programmable,
-                 base.Flashable):
+                 base.Flashable, base.MigPartitioning, base.HealthReporting):
     """Programming is remembered in memory and shown by ``discover``; a
     bitstream whose content starts with ``FAIL`` fails like a vendor tool
     would, with the rest of its first line as the tool's message; one that
@@ -65,7 +67,15 @@ class FakeDriver(base.AcceleratorDriver, base.Programmable,
     ``{"version": "2.0", "interface_id": "<uuid>"}`` -- the version as
     ``firmware_version`` in its vendor board info, the interface as the
     ``CUSTOM_FPGA_INTERFACE_<hex>`` trait of each of its regions (replacing
-    the ones it had), as a new FPGA shell would."""
+    the ones it had), as a new FPGA shell would.
+
+    A GPU entry with ``mig_profiles`` (``{name: {slices, instances}}``, of
+    a GPU with 7 compute slices) takes MIG layouts: its vendor board info
+    shows ``mig_mode`` and ``mig_layout``; once a layout is applied the
+    whole GPU offers 0 and each MIG device is a ``<gpu>-mig-<n>``
+    deployable (rc ``CUSTOM_MIG_<PROFILE>``) with an MDEV handle carrying
+    its ``mig_uuid``, as the nvidia_gpu driver reports them.
+    ``mig_apply_seconds`` makes applying take that long."""
 
     name = 'fake'
 
@@ -73,23 +83,43 @@ class FakeDriver(base.AcceleratorDriver, base.Programmable,
         super().__init__(conf)
         self._programmed = {}   # (control path, region) -> bitstream id
         self._flashed = {}      # control path -> what the firmware reports
+        self._layouts = {}      # control path -> MIG profile names
 
     def discover(self):
+        entries = list(self._with_drivers(self._entries()))
+        devices = [self._device(d) for d in entries]
+        for device, entry in zip(devices, entries):
+            self._apply_firmware(device)
+            self._apply_layout(device, entry)
+            for deployable in device.deployables:
+                key = self._key(device.controlpath_id, deployable.name)
+                if key in self._programmed:
+                    deployable.bitstream_id = self._programmed[key]
+        return devices
+
+    def health(self):
+        """The readings of the devices whose entry has a ``health``
+        mapping (``healthy``, ``reasons``, ``utilization``); the others
+        send none and stay of unknown health."""
+        readings = []
+        for entry in self._entries():
+            reading = entry.get('health')
+            if isinstance(reading, dict):
+                readings.append(base.DeviceHealth(
+                    pci.controlpath_id(entry['pci_address']),
+                    healthy=bool(reading.get('healthy', True)),
+                    reasons=list(reading.get('reasons') or []),
+                    utilization=dict(reading.get('utilization') or {})))
+        return readings
+
+    def _entries(self):
         path = self.conf.fake_driver.inventory_file
         if path:
             with open(path) as f:
                 document = yaml.safe_load(f) or {}
         else:
             document = DEFAULT_INVENTORY
-        devices = [self._device(d) for d in self._with_drivers(
-            document.get('devices', []))]
-        for device in devices:
-            self._apply_firmware(device)
-            for deployable in device.deployables:
-                key = self._key(device.controlpath_id, deployable.name)
-                if key in self._programmed:
-                    deployable.bitstream_id = self._programmed[key]
-        return devices
+        return document.get('devices', [])
 
     def program(self, controlpath_id, deployable_name, bitstream_path,
                 bitstream_id):
@@ -166,6 +196,72 @@ class FakeDriver(base.AcceleratorDriver, base.Programmable,
                         if not str(v).startswith(INTERFACE_TRAIT)}
                 kept['trait_interface'] = trait
                 deployable.attributes = kept
+
+    # -- MIG layouts ------------------------------------------------------
+
+    def mig_layout(self, controlpath_id):
+        self._mig_profiles(controlpath_id)          # a MIG-capable GPU
+        return list(self._layouts.get(inventory.canonical(controlpath_id),
+                                      []))
+
+    def apply_mig_layout(self, controlpath_id, layout):
+        entry = self._mig_profiles(controlpath_id)
+        profiles = entry['mig_profiles']
+        unknown = sorted(set(layout) - set(profiles))
+        if unknown:
+            raise exception.DriverError(
+                driver=self.name, reason='the GPU offers no MIG profile %s '
+                '(it offers %s)' % (', '.join(unknown),
+                                    ', '.join(sorted(profiles))))
+        slices = sum(profiles[name]['slices'] for name in layout)
+        if slices > 7:
+            raise exception.DriverError(
+                driver=self.name, reason='the layout needs %d compute '
+                'slices; the GPU has 7' % slices)
+        for name in set(layout):
+            if layout.count(name) > profiles[name]['instances']:
+                raise exception.DriverError(
+                    driver=self.name, reason='the GPU makes at most %d '
+                    'instance(s) of %s' % (profiles[name]['instances'],
+                                           name))
+        time.sleep(float(entry.get('mig_apply_seconds', 0)))
+        ordered = sorted(layout, key=lambda n: -profiles[n]['slices'])
+        self._layouts[inventory.canonical(controlpath_id)] = ordered
+        return list(ordered)
+
+    def _mig_profiles(self, controlpath_id):
+        key = inventory.canonical(controlpath_id)
+        for entry in self._entries():
+            if (inventory.canonical(pci.controlpath_id(entry['pci_address']))
+                    == key and entry.get('mig_profiles')):
+                return entry
+        raise exception.DriverError(
+            driver=self.name, reason='no MIG-capable GPU at %s' % key)
+
+    def _apply_layout(self, device, entry):
+        if not entry.get('mig_profiles'):
+            return
+        layout = self._layouts.get(inventory.canonical(device.controlpath_id))
+        device.vendor_board_info = dict(
+            device.vendor_board_info,
+            mig_mode='enabled' if layout else 'disabled',
+            mig_layout=list(layout or []))
+        if not layout:
+            return
+        whole = device.deployables[0]
+        whole.num_accelerators = 0
+        address = pci.address_of(device.controlpath_id)
+        for n, name in enumerate(layout):
+            mig_uuid = 'MIG-%s' % uuid.uuid5(
+                uuid.NAMESPACE_URL, 'fake-mig:%s:%d:%s' % (address, n, name))
+            custom = name.upper().replace('.', '_').replace('+', '_')
+            device.deployables.append(base.Deployable(
+                name='%s-mig-%d' % (whole.name, n), driver_name=self.name,
+                num_accelerators=1,
+                attributes={'rc': 'CUSTOM_MIG_' + custom,
+                            'trait0': 'CUSTOM_GPU_MIG_' + custom},
+                attach_handles=[base.AttachHandle('MDEV', {
+                    'mig_uuid': mig_uuid, 'profile': name})]))
 
     @staticmethod
     def _key(controlpath_id, deployable_name):

@@ -24,9 +24,9 @@ from cyborg_like.drivers import base
 
 DEVICE_TYPES = ('GPU', 'FPGA', 'AICHIP', 'QAT', 'NIC', 'SSD')
 
-_VIRTFN_LINK = re.compile(r'^virtfn(\d+)$')
-_PLACEMENT_NAME = re.compile(r'^[A-Z0-9_]{1,255}$')
-_HEX = re.compile(r'^(0x)?[0-9a-fA-F]+$')
+_VIRTFN_LINK = re.compile(r'^virtfn(\d+)\Z')
+_PLACEMENT_NAME = re.compile(r'^[A-Z0-9_]{1,255}\Z')
+_HEX = re.compile(r'^(0x)?[0-9a-fA-F]+\Z')
 
 
 # -- PCI sysfs helpers, shared with the FPGA drivers -------------------------
@@ -104,6 +104,14 @@ def controlpath_id(address):
 def address_of(controlpath_id):
     """The PCI address a control-path id names (``'0000:5e:00.0'``)."""
     return inventory.pci_address(controlpath_id['cpid_info'])
+
+
+def full_address(address):
+    """An address as an operator writes it (``'3B:00.0'``,
+    ``'0000:3b:00.0'``) in the form sysfs and Cyborg use
+    (``'0000:3b:00.0'``)."""
+    address = address.strip().lower()
+    return address if address.count(':') == 2 else '0000:' + address
 
 
 def attach_handle(address):

@@ -27,6 +27,17 @@ rules = [
         'default here is cloud admin, as a project must not hand its '
         'requests (and their quota usage) to another.', 'PATCH', _PATH),
     base.operation(
+        'cyborg:arq:schedule', base.PROJECT_MEMBER_OR_SERVICE,
+        'Bind an accelerator request without Nova, the conductor picking '
+        'the deployable (ours; Cyborg has no such operation). Default: a '
+        'member of the project that owns the request (the conductor finds '
+        "only the caller's project's requests), a service such as Ironic, "
+        'or cloud admin -- as for creating requests. Unlike a Nova bind '
+        '(cyborg:arq:update), the caller names no device: the conductor '
+        'applies every rule of the profile, and a host only narrows the '
+        'choice; a failure says that nothing matched, not why each host '
+        'or device did not.', 'POST', _PATH + '/{arq_uuid}/schedule'),
+    base.operation(
         'cyborg:arq:delete', base.PROJECT_MEMBER_OR_SERVICE,
         'Delete accelerator requests that hold no device (Initial, '
         'Unbound, BindFailed); deleting one that is Bound or BindStarted '

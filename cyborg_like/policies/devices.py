@@ -19,6 +19,10 @@ rules = [
                    'Flash a device\'s firmware with a catalog image (the '
                    'device is drained meanwhile; ours, Cyborg has no such '
                    'API).', 'POST', _PATH + '/{uuid}/firmware'),
+    base.operation('cyborg:device:mig_layout', base.ADMIN,
+                   'Cut a GPU into the MIG devices of a layout (the GPU is '
+                   'drained meanwhile; ours, Cyborg has no such API).',
+                   'POST', _PATH + '/{uuid}/mig_layout'),
     base.operation('cyborg:host:get_all', base.ADMIN,
                    'List compute hosts and whether they are up (Cyborg has '
                    'no such API).' + base.CLOUD_INVENTORY, 'GET',

@@ -16,3 +16,20 @@ timeout = 60
 # The API writes its own access log line per request (method, path,
 # status, time, request id, project).
 accesslog = None
+
+# Metrics (GET /metrics, docs/metrics.md): with several workers each one
+# counts its own requests. Set PROMETHEUS_MULTIPROC_DIR in gunicorn's
+# environment to an empty directory all workers can write, emptied before
+# each start, e.g. in a systemd unit:
+#
+#   Environment=PROMETHEUS_MULTIPROC_DIR=/run/cyborg_like/metrics
+#   RuntimeDirectory=cyborg_like/metrics
+#   ExecStartPre=/bin/sh -c 'rm -f /run/cyborg_like/metrics/*.db'
+#
+# and any worker answers /metrics with the sum of all of them. This hook
+# drops the in-flight count of a worker that exited.
+
+
+def child_exit(server, worker):
+    from cyborg_like.api import metrics
+    metrics.child_exit(server, worker)

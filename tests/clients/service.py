@@ -32,6 +32,10 @@ INVENTORY = {'devices': [
           'pci_functions': ['0000:5e:00.2']}]},
     {'type': 'GPU', 'vendor': '0x10de', 'model': 'A100',
      'pci_address': '0000:af:00.0',
+     # It takes MIG layouts (the fake driver's profiles of an A100 80GB).
+     'mig_profiles': {'1g.10gb': {'slices': 1, 'instances': 7},
+                      '3g.40gb': {'slices': 3, 'instances': 2},
+                      '4g.40gb': {'slices': 4, 'instances': 1}},
      'std_board_info': {'device_id': '0x20b0', 'class': '0x030200'},
      'deployables': [
          {'name': 'gpu0',

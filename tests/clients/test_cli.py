@@ -25,9 +25,6 @@ BIN = os.path.dirname(sys.executable)
 CYBORG_LIKE = os.path.join(BIN, 'cyborg-like')
 MAX_LIMIT = 2
 TIMEOUT = 120
-# The stand-in driver playbooks (tests/playbooks/README.md).
-PLAYBOOKS = os.path.join(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__))), 'playbooks')
 
 
 class PagedService(Service):
@@ -152,9 +149,102 @@ def test_host_show_lists_its_devices(cli, cyborg):
         '%s %s %s' % (d['uuid'], d['type'], d['model']) for d in devices)
     assert host['driver_versions'] == {}
     assert host['drained_devices'] == []
+    assert host['aggregates'] == []
     _out, error = cli.fails('host', 'show', 'no-such-host')
     assert error.startswith('HTTP 404 accel.host.not_found: Host '
                             'no-such-host could not be found.'), error
+
+
+# --- availability
+
+def test_availability_show(cli, cyborg):
+    feed = api(cyborg, '/availability')
+    shown = cli.json('availability', 'show')
+    assert shown == [{'site': None, 'resource_class': g['resource_class'],
+                      'vendor': g['vendor'], 'model': g['model'],
+                      'host': g['host'], 'total': g['total'],
+                      'used': g['used'], 'reserved': g['reserved'],
+                      'free': g['free']} for g in feed['groups']]
+    by_class = cli.json('availability', 'show', '--group-by',
+                        'resource_class')
+    assert {r['resource_class'] for r in by_class} == \
+        {g['resource_class'] for g in feed['groups']}
+    assert sum(r['total'] for r in by_class) == feed['totals']['total']
+    _out, error = cli.fails('availability', 'show', '--group-by', 'colour',
+                            code=2)     # argparse's usage error
+    assert 'give dimensions among resource_class' in error
+
+
+def test_lease_create_list_show_give_back_revoke(cli, cyborg):
+    gpu = device(cyborg, 'GPU')
+    day = (datetime.datetime.now(datetime.timezone.utc)
+           + datetime.timedelta(days=3)).date()
+    window = ('--start', '%sT10:00' % day, '--end', '%sT11:00' % day,
+              '--timezone', 'UTC')
+    lease = cli.json('lease', 'create', '--device', gpu, '--name',
+                     'cli-lease', '--recurrence', 'FREQ=DAILY;COUNT=2',
+                     *window)
+    assert (lease['state'], lease['count'], lease['name']) == (
+        'active', 1, 'cli-lease')
+    _out, error = cli.fails('lease', 'create', '--device', gpu, *window)
+    assert error.startswith('HTTP 409 accel.lease.conflict') and \
+        lease['uuid'] in error, error
+    assert lease['uuid'] in [x['uuid'] for x in cli.json('lease', 'list')]
+    assert cli.json('lease', 'show', lease['uuid'])['recurrence'] == \
+        'FREQ=DAILY;COUNT=2'
+    at = cli.json('availability', 'show', '--group-by', 'model', '--at',
+                  '%sT10:30:00Z' % day)
+    assert [g['free'] for g in at if g['model'] == api(
+        cyborg, '/devices/%s' % gpu)['model']] == [0]
+    assert cli.json('lease', 'give-back', lease['uuid'])['state'] == \
+        'returned'
+    again = cli.json('lease', 'create', '--resource-class', 'PGPU',
+                     '--count', '1', *window)
+    assert cli.json('lease', 'delete', again['uuid'])['state'] == 'revoked'
+    assert [x['state'] for x in cli.json('lease', 'list', '--state',
+                                         'active')] == []
+
+
+def test_rollout_dry_run_create_pause_resume_abort(cli, cyborg):
+    plan = cli.json('rollout', 'create', 'bs-cli', '--canary', '1',
+                    '--wave', '50%', '--dry-run')
+    assert (plan['targets'], [w['targets'] for w in plan['waves']]) == \
+        (2, [1, 1])
+    # No Placement here: the host is in no aggregate, so nothing selected.
+    assert cli.json('rollout', 'create', 'bs-cli', '--aggregate',
+                    'a0000000-0000-4000-8000-00000000000a', '--dry-run'
+                    )['targets'] == 0
+    assert cli.json('rollout', 'list') == []
+    rollout = cli.json('rollout', 'create', 'bs-cli', '--name', 'cli',
+                       '--canary', '1', '--max-unavailable', '1')
+    assert (rollout['state'], rollout['targets']) == (
+        'running', {'pending': 2, 'total': 2})
+    uuid = rollout['uuid']
+    assert cli.json('rollout', 'pause', uuid)['state'] == 'paused'
+    _out, error = cli.fails('rollout', 'pause', uuid)
+    assert error.startswith('HTTP 409 accel.conflict'), error
+    assert cli.json('rollout', 'resume', uuid)['state'] == 'running'
+    assert cli.json('rollout', 'abort', uuid)['state'] == 'aborted'
+    assert [r['uuid'] for r in cli.json('rollout', 'list', '--state',
+                                        'aborted')] == [uuid]
+    assert cli.json('rollout', 'show', uuid)['name'] == 'cli'
+    # Two targets, paged by two: the canary (wave 0) and wave 1.
+    targets = cli.json('rollout', 'targets', uuid)
+    assert [t['wave'] for t in targets] == [0, 1]
+    assert cli.json('rollout', 'targets', uuid, '--wave', '1',
+                    '--state', 'pending')[0]['wave'] == 1
+    # A driver version to the hosts with a GPU and no NVIDIA driver yet.
+    plan = cli.json('rollout', 'create', '--kind', 'driver', '--driver',
+                    'nvidia', '--driver-version', '2.0', '--device-type',
+                    'GPU', '--current-version', 'none', '--dry-run')
+    assert (plan['targets'], plan['waves'][0]['first_host']) == (
+        1, api(cyborg, '/hosts')['hosts'][0]['hostname'])
+    assert cli.json('rollout', 'create', '--kind', 'driver', '--driver',
+                    'nvidia', '--driver-version', '2.0',
+                    '--current-version', '1.0', '--dry-run')['targets'] == 0
+    _out, error = cli.fails('rollout', 'create', '--kind', 'driver',
+                            'bs-cli')
+    assert 'takes --driver and --driver-version' in error, error
 
 
 def test_os_endpoint_variable_alone_means_no_auth(cyborg):
@@ -200,8 +290,11 @@ def test_device_health_and_history(cli, cyborg):
     del expected['history']
     assert health == expected
     rows = table_rows(cli.ok('device', 'health', 'show', fpga))
-    assert [r[0] for r in rows[1:]] == ['device_uuid', 'health', 'reasons',
-                                        'utilization', 'updated_at']
+    assert [r[0] for r in rows[1:]] == [
+        'device_uuid', 'health', 'service_state', 'healthy_checks',
+        'service_changed_at', 'reasons', 'unchecked', 'utilization',
+        'updated_at']
+    assert health['service_state'] == 'serving'
     history = cli.json('device', 'health', 'history', fpga, '--limit', '5')
     assert history == api(cyborg, '/devices/%s/health' % fpga,
                           history=5)['history']
@@ -417,12 +510,50 @@ def test_arq_create_bind_unbind_delete(cli, cyborg, gpu_profile):
     assert listed['attach_handle_info'] == HANDLES['gpu0']
     assert cli.json('arq', 'show', arq['uuid']) == {
         k: v for k, v in listed.items()}
+    # The workloads by the health of the device they hold.
+    health = listed['device_health']
+    assert health in ('healthy', 'unknown')
+    assert [a['uuid'] for a in cli.json('arq', 'list', '--device-health',
+                                        health)] == [arq['uuid']]
+    assert cli.json('arq', 'list', '--device-health', 'unhealthy') == []
     unbound = cli.json('arq', 'unbind', arq['uuid'], '--wait')
     assert unbound['state'] == 'Unbound'
     assert unbound['hostname'] is None
     cli.ok('arq', 'delete', arq['uuid'])
     assert requests.get(cyborg.url + '/v2/accelerator_requests/'
                         + arq['uuid'], timeout=30).status_code == 404
+
+
+def test_arq_schedule_wait(cli, cyborg, gpu_profile):
+    """Standalone scheduling: the conductor picks the (only) GPU; with it
+    taken, the next request fails with the reason (exit 1)."""
+    first, second = (new_arq(cyborg, gpu_profile) for _ in range(2))
+    try:
+        result = cli.run('arq', 'schedule', first, '--instance-uuid',
+                         str(uuid.uuid4()), '--hostname', cyborg.host,
+                         '--spread', '--wait', '-f', 'json')
+        assert result.returncode == 0, result.stderr
+        bound = json.loads(result.stdout)
+        assert bound['state'] == 'Bound'
+        assert bound['device_rp_uuid'] == cyborg.rp_uuid('gpu0')
+        assert bound['attach_handle_info'] == HANDLES['gpu0']
+        result = cli.run('arq', 'schedule', second, '--instance-uuid',
+                         str(uuid.uuid4()), '--pack', '--wait', '-f',
+                         'json')
+        assert result.returncode == 1, (result.stdout, result.stderr)
+        failed = json.loads(result.stdout)
+        assert failed['state'] == 'BindFailed'
+        assert 'No free deployable' in failed['state_reason']
+        assert result.stderr.strip().splitlines()[-1] == (
+            'ARQ %s: binding failed: %s' % (second, failed['state_reason']))
+        # Without --wait: the ARQ as the API answered (BindStarted).
+        cli.ok('arq', 'unbind', second, '--wait')
+        started = cli.json('arq', 'schedule', second, '--instance-uuid',
+                           str(uuid.uuid4()))
+        assert started['state'] == 'BindStarted'
+    finally:
+        requests.delete(cyborg.url + '/v2/accelerator_requests', timeout=30,
+                        params={'arqs': '%s,%s' % (first, second)})
 
 
 def test_arq_bind_wait_fails_with_the_reason(cli, cyborg, gpu_profile):
@@ -565,3 +696,24 @@ def test_bitstream_create_upload_download_delete(cli, cyborg, tmp_path):
     for uuid_ in (image['uuid'], queued['uuid']):
         assert requests.get('%s/v2/bitstreams/%s' % (cyborg.url, uuid_),
                             timeout=30).status_code == 404
+
+
+# --- MIG layouts
+
+def test_device_mig_layout_apply_waits_for_the_new_layout(cli, cyborg):
+    gpu = device(cyborg, 'GPU')
+    done = cli.json('device', 'mig', 'layout', 'apply', gpu, '3g.40gb',
+                    '4g.40gb', '--wait')
+    assert (done['type'], done['state']) == ('mig_layout', 'succeeded')
+    assert done['result']['new'] == ['4g.40gb', '3g.40gb']
+    shown = cli.json('device', 'show', gpu)
+    info = json.loads(shown['vendor_board_info'])      # Cyborg's: a string
+    assert info['mig_layout'] == ['4g.40gb', '3g.40gb']
+    # No profile given: the whole GPU again.
+    done = cli.json('device', 'mig', 'layout', 'apply', gpu, '--wait')
+    assert (done['state'], done['result']['new']) == ('succeeded', [])
+    # The FPGA has no MIG: the API refuses, the CLI says why.
+    _out, error = cli.fails('device', 'mig', 'layout', 'apply',
+                            device(cyborg, 'FPGA'), '1g.10gb')
+    assert error.startswith('HTTP 409 '), error
+    assert 'does not support MIG' in error, error

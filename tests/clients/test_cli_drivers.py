@@ -4,45 +4,19 @@ runs the stand-in playbooks of tests/playbooks/ through ansible-runner
 (their "driver" is a version file in CYBORG_LIKE_TEST_DRIVERS)."""
 
 import json
+import pathlib
 import time
 
 import pytest
 
-from tests.clients.service import Service
 from tests.clients.test_cli import Cli
-from tests.clients.test_cli import PLAYBOOKS
-
-
-class DriverService(Service):
-    def __init__(self, workdir, drivers):
-        super().__init__(workdir)
-        path = self.cloud.config_file
-        with open(path) as f:
-            text = f.read()
-        text = text.replace('[agent]\n', '[agent]\nplaybook_dir = %s\n'
-                            % PLAYBOOKS, 1)
-        text += '\n[fake_driver]\ndriver_state_dir = %s\n' % drivers
-        with open(path, 'w') as f:
-            f.write(text)
-        self.process.env = dict(self.process.env or {},
-                                CYBORG_LIKE_TEST_DRIVERS=str(drivers))
 
 
 @pytest.fixture(scope='module')
-def drivers(tmp_path_factory):
-    return tmp_path_factory.mktemp('drivers')
-
-
-@pytest.fixture(scope='module')
-def cyborg(tmp_path_factory, drivers):
-    """Replaces conftest's: the all-in-one with stand-in playbooks."""
-    service = DriverService(str(tmp_path_factory.mktemp('all-in-one')),
-                            drivers)
-    try:
-        yield service.start()
-    finally:
-        returncode = service.stop()
-    assert returncode == 0, service.log_tail()
+def drivers(cyborg):
+    """Where the all-in-one's stand-in playbooks keep the "installed
+    driver" (harness/cloud.py gives every cloud its own)."""
+    return pathlib.Path(cyborg.cloud.drivers_dir)
 
 
 @pytest.fixture

@@ -19,13 +19,16 @@ import yaml
 
 from cyborg_like.agent import service as agent_service
 from cyborg_like.api import app
+from cyborg_like.api import read_model
 from cyborg_like.common import context
 from cyborg_like.common import rpc
 from cyborg_like.conductor import rpcapi
 from cyborg_like.conductor import service as conductor_service
 from cyborg_like.conf import CONF
 from cyborg_like.db import api as db_api
+from cyborg_like.db import generations
 from cyborg_like.db import migration
+from harness import cloud as harness_cloud
 
 HOST = 'compute-1.example.org'
 INVENTORY = os.path.join(os.path.dirname(__file__), 'inventory.yaml')
@@ -36,6 +39,10 @@ BITSTREAMS = {
     'bs-crypto-1': 'GBS fake crypto accelerator\n',
     'bs-broken': 'FAIL PR interface id mismatch: region expects 9346116d\n',
 }
+# What the API's read model serves (cyborg_like/api/read_model.py).
+READ_MODEL_PATHS = ('/v2/devices', '/v2/deployables', '/v2/attributes',
+                    '/v2/device_profiles')
+
 
 def inventory_copy(directory):
     """A copy of the fake inventory in ``directory`` (a pathlib.Path) that
@@ -50,6 +57,8 @@ def rewrite_inventory(path, change):
     document = yaml.safe_load(path.read_text())
     change(document['devices'])
     path.write_text(yaml.safe_dump(document))
+
+
 class _QuietHandler(simple_server.WSGIRequestHandler):
     def log_message(self, *args):
         pass
@@ -99,14 +108,17 @@ class Cloud:
             with open(os.path.join(bitstreams, name), 'w') as f:
                 f.write(content)
         self._override('bitstream_dir', bitstreams, group='agent')
+        # Never the real playbooks: they would change this machine.
+        self._override('playbook_dir', harness_cloud.STAND_IN_PLAYBOOKS,
+                       group='agent')
         for (group, name), value in self.overrides.items():
             self._override(name, value, group=group)
         db_api.dispose()
         migration.upgrade()
         rpc.init(CONF)
         self.conductor_api = rpcapi.ConductorAPI(timeout=10)
-        self.services = [conductor_service.ConductorService(),
-                         agent_service.AgentService()]
+        self.services = [conductor_service.ConductorService(CONF),
+                         agent_service.AgentService(CONF)]
         for service in self.services:
             service.start()
         self.app = app.setup_app(CONF, self.conductor_api)
@@ -131,6 +143,7 @@ class Cloud:
             self._server.shutdown()
             self._server.server_close()
             self._server = None
+        read_model.stop_all()
         # As the all-in-one: the agent stops calling the conductor, the
         # conductor finishes its bindings (which need the agent), then the
         # agent stops.
@@ -146,7 +159,15 @@ class Cloud:
         self._tmp.cleanup()
 
     def call(self, method, path, body=None, headers=None):
-        """One request to the app: (status, parsed body or None)."""
+        """One request to the app: (status, parsed body or None).
+
+        A read of what the API's read model serves first waits for it to
+        hold what the database holds: the tests also write through
+        ``conductor_api`` (another client), whose writes a real API shows
+        within its staleness bound only (docs/design.md;
+        tests/functional/test_read_model.py tests the bound itself)."""
+        if method in ('GET', 'HEAD') and path.startswith(READ_MODEL_PATHS):
+            self.read_model_settled()
         request = webob.Request.blank(path, method=method,
                                       headers=headers or {})
         if body is not None:
@@ -155,6 +176,15 @@ class Cloud:
         response = request.get_response(self.app)
         return response.status_int, (response.json if response.body
                                      else None)
+
+    @staticmethod
+    def read_model_settled(timeout=5.0):
+        # Not an assertion: with its conductor stopped the copy cannot
+        # catch up, and the request then answers as it would (falls back,
+        # or 503), which is what such a test looks at.
+        if CONF.api.read_model:
+            with db_api.reader() as session:
+                read_model.wait_for(generations.current(session), timeout)
 
     def list_devices(self):
         return self.conductor_api.list_devices(

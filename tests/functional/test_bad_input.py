@@ -84,6 +84,22 @@ def test_a_huge_key_is_quoted_as_an_excerpt_only(cloud):
     assert len(response.body) < 1500
 
 
+@pytest.mark.parametrize('path,version', [
+    ('/v2/device_profiles/', '2.2'),     # looked up by name from 2.2 on
+    ('/v2/hosts/', '2.0'),
+])
+def test_a_huge_name_looked_up_is_quoted_as_an_excerpt_only(cloud, path,
+                                                            version):
+    name = 'n' * 6000
+    response = _request(cloud.app, 'GET', path + name,
+                        **{'OpenStack-API-Version': 'accelerator ' + version})
+    assert response.status_int == 404
+    fault = _fault(response)
+    assert fault['error_code'].endswith('.not_found')
+    assert 'n' * 64 + '... (6000 characters)' in fault['faultstring']
+    assert len(response.body) < 1000
+
+
 def test_a_profile_made_before_the_bound_creates_no_requests(cloud):
     admin = context.get_admin_context()
     # As a profile made when the bound was higher: past the API's check.

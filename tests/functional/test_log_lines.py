@@ -222,10 +222,20 @@ def test_device_health_changes(cloud, log):
     beat(False, ['3 uncorrectable ECC errors'])
     assert _wait_for_line(
         cloud, log, r'^Device %s on %s is unhealthy: 3 uncorrectable ECC '
-        r'errors; it will not be bound$' % (a100['uuid'], HOST))
+        r'errors$' % (a100['uuid'], HOST))
+    assert _wait_for_line(
+        cloud, log, r'^Device %s on %s drained: not bound until healthy '
+        r'again$' % (a100['uuid'], HOST))
     beat(True, [])
     assert _wait_for_line(cloud, log, r'^Device %s on %s is healthy$'
                           % (a100['uuid'], HOST))
+    # [health] recovery_checks (3) healthy readings in a row.
+    for _ in range(2):
+        cloud.services[0].heartbeats.flush()
+        beat(True, [])
+    assert _wait_for_line(
+        cloud, log, r'^Device %s on %s is healthy again and back in '
+        r'service$' % (a100['uuid'], HOST))
 
 
 def test_one_access_line_per_request(cloud, log):

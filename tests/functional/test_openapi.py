@@ -13,6 +13,7 @@
 """
 
 import copy
+import datetime
 import inspect
 import json
 import re
@@ -36,10 +37,13 @@ from cyborg_like.api.controllers.v2 import devices as devices_controller
 from cyborg_like.api.controllers.v2 import operations as operations_controller
 from cyborg_like.api.schemas import accelerator_requests as arq_schema
 from cyborg_like.api.schemas import attributes as attribute_schema
+from cyborg_like.api.schemas import availability as availability_schema
 from cyborg_like.api.schemas import bitstreams as bitstream_schema
 from cyborg_like.api.schemas import devices as device_schema
 from cyborg_like.api.schemas import deployables as deployable_schema
 from cyborg_like.api.schemas import driver_operations as driver_op_schema
+from cyborg_like.api.schemas import leases as lease_schema
+from cyborg_like.api.schemas import rollouts as rollout_schema
 from cyborg_like.api.schemas import device_profiles as profile_schema
 from cyborg_like.common import listing as fields
 from tests.functional import cloud as cloud_module
@@ -282,6 +286,7 @@ SERVER_SCHEMAS = [profile_schema.CREATE, attribute_schema.CREATE,
                   attribute_schema.FILTER_SCHEMAS, deployable_schema.PROGRAM,
                   driver_op_schema.CREATE,
                   arq_schema.CREATE, arq_schema.PATCH_MANY,
+                  arq_schema.SCHEDULE,
                   arq_schema.PATCH_ONE, validation.list_query_schema(
                       ('name',), ('uuid',)),
                   devices_controller._HEALTH_QUERY]
@@ -375,7 +380,12 @@ REQUEST_BODIES = {
     ('/v2/accelerator_requests/{uuid}', 'patch'): {
         'oneOf': [arq_schema.PATCH_ONE, arq_schema.PATCH_MANY]},
     ('/v2/bitstreams', 'post'): bitstream_schema.CREATE,
+    ('/v2/accelerator_requests/{uuid}/schedule', 'post'):
+        arq_schema.SCHEDULE,
     ('/v2/devices/{uuid}/firmware', 'post'): device_schema.FIRMWARE,
+    ('/v2/devices/{uuid}/mig_layout', 'post'): device_schema.MIG_LAYOUT,
+    ('/v2/leases', 'post'): lease_schema.CREATE,
+    ('/v2/rollouts', 'post'): rollout_schema.CREATE,
 }
 # Bodies that are not JSON: image data, streamed.
 RAW_BODIES = {('/v2/bitstreams/{uuid}/data', 'put')}
@@ -409,16 +419,25 @@ LIST_QUERIES = {
                        operations_controller.SORT_KEYS, {}),
     '/v2/bitstreams': (fields.BITSTREAM_FILTERS, fields.BITSTREAM_SORT_KEYS,
                        bitstream_schema.LIST_FILTER_SCHEMAS),
-    # instance and bind_state are read before the list query is validated;
-    # instance is documented in its canonical form only (uuidutils also
-    # takes it without dashes, in braces, as a URN).
+    '/v2/leases': (lease_schema.FILTERS, lease_schema.SORT_KEYS,
+                   lease_schema.FILTER_SCHEMAS),
+    '/v2/rollouts': (rollout_schema.FILTERS, rollout_schema.SORT_KEYS,
+                     rollout_schema.FILTER_SCHEMAS),
+    # instance, bind_state and device_health are read before the list
+    # query is validated; instance is documented in its canonical form
+    # only (uuidutils also takes it without dashes, in braces, as a URN).
     '/v2/accelerator_requests': ((), arq_schema.SORT_KEYS,
                                  {'instance': arq_schema.CANONICAL_UUID,
-                                  'bind_state': {'enum': ['resolved']}}),
+                                  'bind_state': {'enum': ['resolved']},
+                                  'device_health': {'enum': list(
+                                      arq_schema.DEVICE_HEALTH)}}),
 }
 OTHER_QUERIES = {
     '/v2/devices/{uuid}/health':
         devices_controller._HEALTH_QUERY['properties'],
+    '/v2/availability': availability_schema.QUERY['properties'],
+    '/v2/rollouts/{uuid}/targets':
+        rollout_schema.TARGETS_QUERY['properties'],
 }
 
 
@@ -487,12 +506,22 @@ def test_every_v2_operation_documents_versioning():
 
 # -- the service answers as documented ----------------------------------------
 
+def _today():
+    return datetime.datetime.now(datetime.timezone.utc).date()
+
+
+def _days(n):
+    return datetime.timedelta(days=n)
+
+
 @pytest.fixture(scope='module')
 def cloud():
     cloud = cloud_module.Cloud(overrides={
         ('quota', 'default_limits'): {'FPGA': '10'},
         # A failing test must not wait long for programming to time out.
-        ('conductor', 'agent_timeout'): 20},
+        ('conductor', 'agent_timeout'): 20,
+        # Rollouts step every second (a rollout runs to its end).
+        ('rollouts', 'interval'): 1},
         # The agent fetches the firmware it flashes from the API.
         http=True).start()
     try:
@@ -605,7 +634,8 @@ def _validate(instance, schema, where):
 
 
 def _collection_key(body):
-    [key] = [k for k, v in body.items() if isinstance(v, list)]
+    [key] = [k for k, v in body.items() if isinstance(v, list)
+             and k != 'group_by']   # the feed says how it grouped
     return key
 
 
@@ -674,6 +704,41 @@ def test_answers_match_the_document(cloud):
     assert cloud.wait_for(lambda: call('get', operation, expect=200)
                           .json['state'] == 'succeeded')
 
+    # A rollout (ours) of that bitstream to region1 again, to its end; a
+    # dry run of it.
+    rollout = {'kind': 'bitstream', 'image': 'bs-crypto-1',
+               'selector': {'deployable_names': ['region1']}}
+    call('post', '/v2/rollouts', expect=200, body=dict(rollout,
+                                                        dry_run=True))
+    rolled = call('post', '/v2/rollouts', expect=201, body=rollout).json
+    assert cloud.wait_for(lambda: call(
+        'get', '/v2/rollouts/%s' % rolled['uuid']).json['state'] ==
+        'succeeded', 30)
+    call('get', '/v2/rollouts/%s/targets?state=done' % rolled['uuid'],
+         expect=200)
+    call('post', '/v2/rollouts/%s/pause' % rolled['uuid'], expect=409)
+    call('post', '/v2/rollouts/%s/rollback' % rolled['uuid'], expect=200)
+    assert cloud.wait_for(lambda: call(
+        'get', '/v2/rollouts/%s' % rolled['uuid']).json['state'] ==
+        'rolled_back', 30)
+    again = call('post', '/v2/rollouts', expect=201, body=rollout).json
+    for action in ('pause', 'resume', 'abort'):
+        call('post', '/v2/rollouts/%s/%s' % (again['uuid'], action),
+             expect=200)
+
+    # Leases (ours): one to list and give back, one revoked at the end.
+    lessor_view = {'resource_class': 'PGPU', 'count': 1, 'timezone': 'UTC',
+                   'start': '%sT10:00' % (_today() + _days(2)),
+                   'end': '%sT11:00' % (_today() + _days(2))}
+    call('post', '/v2/leases', expect=201, body=lessor_view)
+    given = call('post', '/v2/leases', expect=201, body=dict(
+        lessor_view, start=lessor_view['start'].replace('T10', 'T12'),
+        end=lessor_view['end'].replace('T11', 'T13'))).json
+    call('post', '/v2/leases/%s/give_back' % given['uuid'], expect=200)
+    call('post', '/v2/leases', expect=409, body=dict(lessor_view, count=3))
+    call('get', '/v2/availability?at=%sT10:30Z' % (_today() + _days(2)),
+         expect=200)
+
     # Every documented GET, at the oldest and the newest microversion.
     for version in ('2.0', max_version):
         for path, item in DOC['paths'].items():
@@ -714,6 +779,11 @@ def test_answers_match_the_document(cloud):
          expect=204)
     call('delete', '/v2/accelerator_requests?instance=%s' % instance,
          expect=204)
+    # Standalone scheduling of the other ARQ (ours).
+    unbound = call('get', '/v2/accelerator_requests').json['arqs'][0]
+    call('post', '/v2/accelerator_requests/%s/schedule' % unbound['uuid'],
+         expect=202, body={'instance_uuid': str(uuidlib.uuid4()),
+                           'preferences': {'strategy': 'spread'}})
     call('delete', '/v2/accelerator_requests?arqs=%s' % ','.join(
         a['uuid'] for a in call('get', '/v2/accelerator_requests')
         .json['arqs']), expect=204)
@@ -736,6 +806,18 @@ def test_answers_match_the_document(cloud):
     assert cloud.wait_for(lambda: call(
         'get', flashing.headers['Location'], expect=200)
         .json['state'] == 'succeeded')
+    # Cut the A100 into two MIG devices, then give the whole GPU back.
+    [a100] = [d for d in devices['devices'] if d['model'] == 'A100']
+    for layout in (['3g.40gb', '4g.40gb'], []):
+        cutting = call('post', '/v2/devices/%s/mig_layout' % a100['uuid'],
+                       expect=202, body={'layout': layout})
+        assert cloud.wait_for(lambda: call(
+            'get', cutting.headers['Location'], expect=200)
+            .json['state'] == 'succeeded')
+    call('post', '/v2/devices/%s/mig_layout' % fpga['uuid'], expect=409,
+         body={'layout': []})
+    lease = call('get', '/v2/leases?state=active').json['leases'][0]
+    call('delete', '/v2/leases/%s' % lease['uuid'], expect=200)
     call('get', '/v2/bitstreams/%s/data' % image,
          accept='application/octet-stream', expect=200)
     call('put', '/v2/bitstreams/%s/data' % image, raw=b'again', expect=409)

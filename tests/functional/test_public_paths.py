@@ -1,4 +1,5 @@
-"""With Keystone in front, version discovery stays public and the rest
+"""With Keystone in front, version discovery (and /metrics) stays public
+and the rest
 needs a token (no Keystone is contacted to refuse a missing token)."""
 
 import webob
@@ -17,6 +18,8 @@ def test_only_discovery_is_public_under_keystone():
 
         assert status('/').status_int == 200
         assert status('/openapi.json').status_int == 200
+        # Request counts by route template only (test_metrics.py).
+        assert status('/metrics').status_int == 200
         refused = status('/v2/devices')
         assert refused.status_int == 401
         assert 'identity' in refused.headers['WWW-Authenticate']

@@ -11,6 +11,7 @@ import sqlalchemy as sa
 from cyborg_like.agent import service as agent_service
 from cyborg_like.common import context
 from cyborg_like.common import states
+from cyborg_like.conf import CONF
 from cyborg_like.db import api as db_api
 from cyborg_like.db import arqs
 from cyborg_like.db import models
@@ -110,7 +111,7 @@ def test_releases_missed_while_the_agent_was_away_are_done_on_restart(
         session.execute(sa.update(models.AttachHandle).values(
             release_pending=True))
     assert len(_pending()) > 0
-    agent = agent_service.AgentService()
+    agent = agent_service.AgentService(CONF)
     agent.start()
     cloud.services.append(agent)
     cloud.wait_for(lambda: _pending() == [])

@@ -83,7 +83,7 @@ def _agent(driver, tmp_path):
         'compute-1', CONF, None, drivers={driver.name: driver})
     cache = image_cache.ImageCache(str(tmp_path / 'cache'), 10 * 1024 ** 2,
                                    image_cache.http_fetcher(CONF))
-    return manager.AgentManager(tracker, images=cache)
+    return manager.AgentManager(CONF, tracker, images=cache)
 
 
 def _job(driver, address, image, hardware_id):

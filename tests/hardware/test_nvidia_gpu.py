@@ -9,7 +9,6 @@ import dataclasses
 import json
 import logging
 import os
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -20,12 +19,16 @@ import stevedore
 
 from cyborg_like.common import exception
 from cyborg_like.common import inventory
+from cyborg_like.conf import nvidia_gpu as nvidia_gpu_conf
 from cyborg_like.drivers import base
 from tests.hardware.nvml.devices import A100_ADDRESS
 from tests.hardware.nvml.devices import A100_UUID
 from tests.hardware.nvml.devices import GIB
 from tests.hardware.nvml.devices import H100_ADDRESS
 from tests.hardware.nvml.devices import H100_UUID
+
+from tests.hardware.nvml.symbols import exported_symbols
+from tests.hardware.nvml.symbols import layout_mismatches
 
 pytest_plugins = ('tests.hardware.nvml.fixtures',)
 
@@ -73,8 +76,9 @@ def test_discovers_every_gpu_with_its_identity(nvidia_driver):
     assert h100.vendor_board_info == {
         'uuid': H100_UUID, 'driver_version': '550.54.15',
         'cuda_version': '12.4', 'memory_total_bytes': 80 * GIB,
-        'mig_mode': 'enabled'}
-    assert devices[A100_ADDRESS].vendor_board_info['mig_mode'] == 'disabled'
+        'mig_mode': 'enabled', 'mig_layout': ['3g.40gb', '1g.10gb']}
+    a100 = devices[A100_ADDRESS].vendor_board_info
+    assert (a100['mig_mode'], a100['mig_layout']) == ('disabled', [])
 
 
 def test_inventory_passes_the_wire_schema(nvidia_driver):
@@ -152,10 +156,25 @@ def test_gpu_without_mig_support(nvidia_driver, fake_nvml):
 
 # -- vGPU types and mdevs -----------------------------------------------------
 
+def enable_vgpu_types(conf, addresses):
+    """[nvidia_gpu] enabled_vgpu_types and each [vgpu_<type>]
+    device_addresses, as an operator writes them: ``{type: [address]}``
+    (None: the option left unset)."""
+    conf.set_override('enabled_vgpu_types', list(addresses), 'nvidia_gpu')
+    nvidia_gpu_conf.register_vgpu_groups(conf)
+    for type_id, listed in addresses.items():
+        if listed is not None:
+            conf.set_override('device_addresses', listed,
+                              'vgpu_%s' % type_id)
+
+
 @pytest.fixture
-def vgpu_types(nvidia_sysfs):
+def vgpu_types(nvidia_sysfs, nvidia_conf):
+    """The A100 lists two vGPU types (10 of the 4C or 5 of the 8C); the
+    operator enabled the 4C for it."""
     nvidia_sysfs.add_vgpu_type(A100_ADDRESS, 'nvidia-471', 'GRID A100-4C', 10)
     nvidia_sysfs.add_vgpu_type(A100_ADDRESS, 'nvidia-472', 'GRID A100-8C', 5)
+    enable_vgpu_types(nvidia_conf, {'nvidia-471': [A100_ADDRESS]})
     return nvidia_sysfs
 
 
@@ -177,7 +196,210 @@ def test_vgpu_types_are_deployables(nvidia_driver, vgpu_types):
     assert first.attach_info['asked_type'] == 'nvidia-471'
     assert first.attach_info['device_api'] == 'vfio-pci'
     assert len({h.attach_info['uuid'] for h in vgpu.attach_handles}) == 10
+    # The 8C is not enabled: 10 vGPUs or the whole GPU, never 15 + 1.
+    assert sorted(a100) == [A100_UUID, '%s-vgpu-nvidia-471' % A100_UUID]
+
+
+def test_a_gpu_without_an_enabled_type_is_one_pgpu(nvidia_driver,
+                                                   vgpu_types, nvidia_conf):
+    enable_vgpu_types(nvidia_conf, {'nvidia-472': [H100_ADDRESS]})
+    a100 = deployables(by_address(nvidia_driver.discover())[A100_ADDRESS])
+    assert sorted(a100) == [A100_UUID]
+    assert a100[A100_UUID].num_accelerators == 1
+
+
+def test_one_type_enabled_without_addresses_is_every_gpus(
+        nvidia_driver, vgpu_types, nvidia_sysfs, nvidia_conf):
+    # Nova's rule. The H100 does not list the type (and has MIG on).
+    enable_vgpu_types(nvidia_conf, {'nvidia-472': None})
+    found = by_address(nvidia_driver.discover())
+    a100 = deployables(found[A100_ADDRESS])
     assert a100['%s-vgpu-nvidia-472' % A100_UUID].num_accelerators == 5
+    assert not any('-vgpu-' in name
+                   for name in deployables(found[H100_ADDRESS]))
+
+
+def test_a_type_the_gpu_does_not_list_leaves_it_whole(
+        nvidia_driver, vgpu_types, nvidia_conf, caplog):
+    enable_vgpu_types(nvidia_conf, {'nvidia-999': [A100_ADDRESS]})
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        a100 = deployables(by_address(nvidia_driver.discover())[A100_ADDRESS])
+    assert sorted(a100) == [A100_UUID]
+    assert a100[A100_UUID].num_accelerators == 1
+    assert 'does not offer vGPU type nvidia-999 (sysfs lists nvidia-471, ' \
+        'nvidia-472)' in caplog.text
+
+
+def test_changing_the_type_waits_for_bound_vgpus(nvidia_driver, vgpu_types,
+                                                 nvidia_conf, caplog):
+    _, before = vgpu_deployable(nvidia_driver, 'nvidia-471')
+    bound = before.attach_handles[0].attach_info['uuid']
+    vgpu_types.add_mdev(A100_ADDRESS, 'nvidia-471', bound)
+
+    enable_vgpu_types(nvidia_conf, {'nvidia-472': [A100_ADDRESS]})
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        for _ in range(3):
+            a100, kept = vgpu_deployable(nvidia_driver, 'nvidia-471')
+    assert sorted(a100) == [A100_UUID, '%s-vgpu-nvidia-471' % A100_UUID]
+    assert kept.attach_handles == before.attach_handles
+    warnings = [r.getMessage() for r in caplog.records
+                if 'until they are released' in r.getMessage()]
+    assert warnings == [
+        'GPU %s (%s) holds 1 vGPU(s) of type nvidia-471: it keeps offering '
+        'nvidia-471 until they are released, not nvidia-472 as configured'
+        % (A100_UUID, A100_ADDRESS)]
+
+    vgpu_types.drop_mdev(A100_ADDRESS, 'nvidia-471', bound)
+    a100, now = vgpu_deployable(nvidia_driver, 'nvidia-472')
+    assert sorted(a100) == [A100_UUID, '%s-vgpu-nvidia-472' % A100_UUID]
+    assert now.num_accelerators == 5
+
+
+# -- vGPUs on SR-IOV virtual functions (Ampere and later) ----------------
+
+H100_VFS = ['0000:b0:%02x.%d' % (n // 8, n % 8) for n in range(16)]
+H100_VF_TYPES = {1157: 'NVIDIA H100-4C', 1158: 'NVIDIA H100-8C'}
+
+
+@pytest.fixture
+def h100_vfs(nvidia_sysfs):
+    for number, vf in enumerate(H100_VFS):
+        nvidia_sysfs.add_vf(H100_ADDRESS, vf, number)
+    return nvidia_sysfs
+
+
+@pytest.fixture
+def h100_vf_mdevs(h100_vfs):
+    """The mdev layout on each VF: the 4C on all 16, the 8C on 10."""
+    for number, vf in enumerate(H100_VFS):
+        h100_vfs.add_vgpu_type(vf, 'nvidia-1157', 'NVIDIA H100-4C', 1)
+        if number < 10:
+            h100_vfs.add_vgpu_type(vf, 'nvidia-1158', 'NVIDIA H100-8C', 1)
+    return h100_vfs
+
+
+@pytest.fixture
+def h100_vf_vendor(h100_vfs):
+    """NVIDIA's vendor-specific VFIO interface on each VF."""
+    for vf in H100_VFS:
+        h100_vfs.add_vendor_vgpu(vf, H100_VF_TYPES)
+    return h100_vfs
+
+
+def h100_vgpu(nvidia_driver, type_id):
+    h100 = deployables(by_address(nvidia_driver.discover())[H100_ADDRESS])
+    return h100, h100.get('%s-vgpu-%s' % (H100_UUID, type_id))
+
+
+def test_vf_mdev_types_are_one_vgpu_per_vf(nvidia_driver, h100_vf_mdevs,
+                                           nvidia_conf):
+    assert h100_vgpu(nvidia_driver, 'nvidia-1157')[1] is None  # none enabled
+    enable_vgpu_types(nvidia_conf, {'nvidia-1158': [H100_ADDRESS]})
+    h100, vgpu = h100_vgpu(nvidia_driver, 'nvidia-1158')
+
+    assert vgpu.num_accelerators == 10
+    assert [h.attach_info['parent'] for h in vgpu.attach_handles] == \
+        H100_VFS[:10]
+    assert {h.attach_type for h in vgpu.attach_handles} == {'MDEV'}
+    assert vgpu.attributes['trait1'] == 'CUSTOM_VGPU_NVIDIA_H100_8C'
+    assert sorted(h100)[-1] == '%s-vgpu-nvidia-1158' % H100_UUID
+    assert h100[H100_UUID].num_accelerators == 0
+
+
+def test_vf_mdev_is_made_on_its_vf_and_kept_while_bound(
+        nvidia_driver, h100_vf_mdevs, nvidia_conf):
+    enable_vgpu_types(nvidia_conf, {'nvidia-1157': [H100_ADDRESS]})
+    _, vgpu = h100_vgpu(nvidia_driver, 'nvidia-1157')
+    handle = vgpu.attach_handles[5]
+    mdev_uuid = handle.attach_info['uuid']
+
+    nvidia_driver.prepare_attach_handle(H100_CPID, dataclasses.asdict(handle))
+    create = h100_vf_mdevs.pci(H100_VFS[5], 'mdev_supported_types',
+                               'nvidia-1157', 'create')
+    assert h100_vf_mdevs.read(create) == mdev_uuid
+    h100_vf_mdevs.add_mdev(H100_VFS[5], 'nvidia-1157', mdev_uuid)
+
+    _, after = h100_vgpu(nvidia_driver, 'nvidia-1157')
+    assert after.attach_handles == vgpu.attach_handles
+    # Bound: another type must wait for its release.
+    enable_vgpu_types(nvidia_conf, {'nvidia-1158': [H100_ADDRESS]})
+    h100, kept = h100_vgpu(nvidia_driver, 'nvidia-1157')
+    assert kept.num_accelerators == 16
+    assert '%s-vgpu-nvidia-1158' % H100_UUID not in h100
+
+    nvidia_driver.release_attach_handle(H100_CPID, handle)
+    assert h100_vf_mdevs.read(h100_vf_mdevs.mdev(mdev_uuid, 'remove')) == '1'
+
+
+def test_a_handle_naming_another_gpus_vf_is_refused(nvidia_driver,
+                                                    h100_vf_mdevs):
+    with pytest.raises(exception.DriverError, match='no VF of GPU'):
+        nvidia_driver.prepare_attach_handle(A100_CPID, {
+            'attach_type': 'MDEV', 'attach_info': {
+                'asked_type': 'nvidia-1157', 'parent': H100_VFS[0],
+                'uuid': '2f6d1a0e-5b7c-4e8d-9f0a-1b2c3d4e5f60'}})
+
+
+def test_vendor_interface_vfs_are_pci_handles(nvidia_driver, h100_vf_vendor,
+                                              nvidia_conf):
+    enable_vgpu_types(nvidia_conf, {'nvidia-1157': [H100_ADDRESS]})
+    h100, vgpu = h100_vgpu(nvidia_driver, 'nvidia-1157')
+
+    assert vgpu.num_accelerators == 16
+    assert [(h.attach_type, inventory.pci_address(h.attach_info),
+             h.attach_info['asked_type']) for h in vgpu.attach_handles] == [
+        ('PCI', vf, 'nvidia-1157') for vf in H100_VFS]
+    assert vgpu.attributes['trait1'] == 'CUSTOM_VGPU_NVIDIA_H100_4C'
+
+
+def test_vendor_interface_vf_takes_the_type_and_gives_it_back(
+        nvidia_driver, h100_vf_vendor, nvidia_conf, caplog):
+    enable_vgpu_types(nvidia_conf, {'nvidia-1157': [H100_ADDRESS]})
+    _, vgpu = h100_vgpu(nvidia_driver, 'nvidia-1157')
+    handle = dataclasses.asdict(vgpu.attach_handles[2])
+    current = h100_vf_vendor.pci(H100_VFS[2], 'nvidia', 'current_vgpu_type')
+
+    nvidia_driver.prepare_attach_handle(H100_CPID, handle)
+    assert h100_vf_vendor.read(current) == '1157'
+    nvidia_driver.prepare_attach_handle(H100_CPID, handle)    # idempotent
+    assert h100_vf_vendor.read(current) == '1157'
+
+    # While it is held, the GPU keeps offering the 4C.
+    enable_vgpu_types(nvidia_conf, {'nvidia-1158': [H100_ADDRESS]})
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        h100, kept = h100_vgpu(nvidia_driver, 'nvidia-1157')
+    assert kept.num_accelerators == 16
+    assert 'holds 1 vGPU(s) of type nvidia-1157' in caplog.text
+
+    nvidia_driver.release_attach_handle(H100_CPID, handle)
+    assert h100_vf_vendor.read(current) == '0'
+    h100, now = h100_vgpu(nvidia_driver, 'nvidia-1158')
+    assert now.num_accelerators == 16
+
+
+def test_vendor_interface_vf_of_another_type_is_refused(
+        nvidia_driver, h100_vf_vendor, nvidia_conf):
+    enable_vgpu_types(nvidia_conf, {'nvidia-1157': [H100_ADDRESS]})
+    _, vgpu = h100_vgpu(nvidia_driver, 'nvidia-1157')
+    handle = dataclasses.asdict(vgpu.attach_handles[0])
+    current = h100_vf_vendor.pci(H100_VFS[0], 'nvidia', 'current_vgpu_type')
+    with open(current, 'w') as f:
+        f.write('1158\n')       # made by hand, outside the service
+    with pytest.raises(exception.DriverError,
+                       match='is a vGPU of type nvidia-1158 already'):
+        nvidia_driver.prepare_attach_handle(H100_CPID, handle)
+    nvidia_driver.release_attach_handle(H100_CPID, handle)   # not ours
+    assert h100_vf_vendor.read(current) == '1158\n'
+
+
+def test_a_gpu_listed_for_two_types_is_a_config_error(
+        nvidia_driver, vgpu_types, nvidia_conf):
+    enable_vgpu_types(nvidia_conf, {'nvidia-471': [A100_ADDRESS],
+                                    'nvidia-472': ['3B:00.0']})
+    with pytest.raises(exception.DriverError,
+                       match=r'0000:3b:00.0 is listed in both \[vgpu_'
+                             r'nvidia-471\] and \[vgpu_nvidia-472\]'):
+        nvidia_driver.discover()
 
 
 def test_mdev_uuids_are_stable_across_discoveries(nvidia_driver, vgpu_types):
@@ -313,9 +535,82 @@ def test_gpu_without_ecc_or_sensors_is_healthy(nvidia_driver, fake_nvml):
 
     health = health_by_address(nvidia_driver.health())[A100_ADDRESS]
     assert health.healthy
+    # ... and says what it could not look at, rather than that it passed.
+    assert health.unchecked == ['ecc_uncorrected', 'memory_repair',
+                                'temperature']
     assert sorted(health.utilization) == [
         'gpu_percent', 'memory_percent', 'memory_total_bytes',
         'memory_used_bytes']
+
+
+def test_a_gpu_with_every_check_lists_none_unchecked(nvidia_driver,
+                                                      fake_nvml):
+    # The A100 retires pages and remaps rows; the H100 only remaps rows,
+    # which is enough: one of the two is the memory repair check.
+    healths = health_by_address(nvidia_driver.health())
+    assert healths[A100_ADDRESS].unchecked == []
+    assert healths[H100_ADDRESS].unchecked == []
+
+
+OLD_DRIVER_SCRIPT = textwrap.dedent('''
+    import ctypes, dataclasses, json, sys
+    ctypes.CDLL(sys.argv[1])      # by path; pynvml then finds it by soname
+    from oslo_config import cfg
+    from cyborg_like.conf import nvidia_gpu as nvidia_gpu_conf
+    from cyborg_like.drivers import nvidia_gpu
+
+    conf = cfg.ConfigOpts()
+    nvidia_gpu_conf.register_opts(conf)
+    conf([], default_config_files=[])
+    conf.set_override('sysfs_root', sys.argv[2], group='nvidia_gpu')
+    driver = nvidia_gpu.NvidiaGPUDriver(conf)
+    json.dump({'devices': [dataclasses.asdict(d) for d in driver.discover()],
+               'health': [h.to_dict() for h in driver.health()]},
+              sys.stdout)
+''')
+OLD_DRIVER_MISSING = {'nvmlDeviceGetTemperatureV', 'nvmlDeviceGetRemappedRows',
+                      'nvmlDeviceGetMemoryInfo_v2'}
+
+
+def test_an_older_driver_switches_off_only_what_it_lacks(
+        fake_nvml, nvidia_sysfs, nvidia_driver, tmp_path):
+    """A driver from before Ampere does not export the newer functions at
+    all (pynvml: FunctionNotFound): discovery still finds every GPU, the
+    temperature comes from the older function, memory from the first
+    struct version, and the checks that needed the rest say so."""
+    from tests.hardware.nvml import fixtures
+    old = fixtures.build_fake_nvml(tmp_path, ['FAKE_NVML_OLD_DRIVER'])
+    assert OLD_DRIVER_MISSING.isdisjoint(exported_symbols(old))
+    assert OLD_DRIVER_MISSING <= exported_symbols(fake_nvml.lib.path)
+    # A library never unloads, so the old one runs in a process of its own.
+    result = subprocess.run(
+        [sys.executable, '-c', OLD_DRIVER_SCRIPT, old, nvidia_sysfs.root],
+        capture_output=True, text=True, timeout=120,
+        env=dict(os.environ, FAKE_NVML_DATA=fake_nvml.data_path))
+    assert result.returncode == 0, result.stderr
+    found = json.loads(result.stdout)
+
+    current = by_address(nvidia_driver.discover())
+    old_devices = {d['std_board_info']['pci_address']: d
+                   for d in found['devices']}
+    assert sorted(old_devices) == sorted(current)
+    for address, device in old_devices.items():
+        assert device['deployables'] == [
+            dataclasses.asdict(d) for d in current[address].deployables]
+
+    healths = {'%(domain)s:%(bus)s:%(device)s.%(function)s'
+               % h['controlpath_id']['cpid_info']: h for h in found['health']}
+    h100, a100 = healths[H100_ADDRESS], healths[A100_ADDRESS]
+    assert (h100['utilization']['temperature_c'],
+            a100['utilization']['temperature_c']) == (41, 35)
+    # Version 1 of the memory struct counts the reserved memory as used.
+    assert a100['utilization']['memory_used_bytes'] == \
+        4 * GIB + 400 * 1024 ** 2
+    # The H100 only remaps rows, which this driver cannot read; the A100
+    # still reports retired pages.
+    assert h100['unchecked'] == ['memory_repair']
+    assert a100['unchecked'] == []
+    assert h100['healthy'] and a100['healthy']
 
 
 # -- failures ----------------------------------------------------------------
@@ -458,15 +753,6 @@ def pynvml_symbols_used(monkeypatch, run):
     return set(names)
 
 
-def exported_symbols(path):
-    if shutil.which('nm') is None:
-        pytest.fail('nm (binutils) is required to list the fake NVML\'s '
-                    'symbols', pytrace=False)
-    result = subprocess.run(['nm', '-D', '--defined-only', path],
-                            capture_output=True, text=True, check=True)
-    return {line.split()[-1] for line in result.stdout.splitlines()}
-
-
 def test_fake_exports_every_symbol_the_driver_reaches(
         nvidia_driver, fake_nvml, vgpu_types, monkeypatch):
     """Fails when pynvml (or the driver) starts calling an NVML function the
@@ -496,18 +782,13 @@ def test_fake_exports_every_symbol_the_driver_reaches(
 
 @pytest.mark.parametrize('struct, c_name', [
     (pynvml.nvmlPciInfo_t, 'nvmlPciInfo_t'),
+    (pynvml.c_nvmlMemory_t, 'nvmlMemory_t'),
     (pynvml.c_nvmlMemory_v2_t, 'nvmlMemory_v2_t'),
     (pynvml.c_nvmlUtilization_t, 'nvmlUtilization_t'),
     (pynvml.c_nvmlTemperature_v1_t, 'nvmlTemperature_v1_t'),
 ])
 def test_fake_structs_match_pynvml(fake_nvml_lib, struct, c_name):
-    def layout(field=None):
-        return fake_nvml_lib.fake_nvml_layout(
-            c_name.encode(), field.encode() if field else None)
-
-    assert layout() == ctypes.sizeof(struct)
-    for field, *_ in struct._fields_:
-        assert layout(field) == getattr(struct, field).offset, field
+    assert layout_mismatches(fake_nvml_lib, struct, c_name) == []
 
 
 def test_fake_checks_struct_versions_and_buffer_sizes(fake_nvml):

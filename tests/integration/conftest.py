@@ -1,15 +1,14 @@
 """Fixtures of the integration tests; the machinery is in infra.py."""
 
-import sys
-
 import pytest
 
+from tests import arq_world
 from .infra import BACKENDS
-from .infra import BASE_INVENTORY
 from .infra import Deployment
 from .infra import LOG_TAIL_LINES
+from .infra import all_devices
 from .infra import fresh_database
-from .infra import rabbitmq_vhost
+from .infra import running_deployment
 # The real Keystone of the session (tests/integration/keystone.py).
 from .keystone import keystone_cloud  # noqa: F401
 # A real Glance on that Keystone (tests/integration/glance.py).
@@ -24,32 +23,11 @@ def deployment(request, tmp_path_factory):
     """
     backend = request.param
     workdir = str(tmp_path_factory.mktemp('deployment-%s' % backend))
-    with rabbitmq_vhost() as transport_url, \
-            fresh_database(backend) as db_url:
-        dep = Deployment(backend, workdir, transport_url, db_url)
-        try:
-            try:
-                dep.dbsync('upgrade')
-                dep.start()
-                count = len(BASE_INVENTORY['devices'])
-                dep.wait_for_devices(
-                    lambda devices: len(devices) == count,
-                    'The devices of the fake driver never appeared through '
-                    'the API')
-            except BaseException:
-                # Shown by pytest as "Captured stderr setup".
-                _print_logs(dep)
-                raise
-            yield dep
-        finally:
-            dep.close()
-
-
-def _print_logs(dep):
-    for name, text in dep.logs().items():
-        sys.stderr.write('----- cyborg-like-%s log (%s, last %d lines of %s)'
-                         '\n%s\n' % (name, dep.backend, LOG_TAIL_LINES,
-                                      dep.services[name].log_path, text))
+    # A deployment that cannot start prints its logs to stderr, shown by
+    # pytest as "Captured stderr setup".
+    with running_deployment(backend, workdir,
+                            wait_for_devices=all_devices) as dep:
+        yield dep
 
 
 @pytest.fixture(autouse=True)
@@ -87,3 +65,17 @@ def empty_database(request):
     """(backend, URL) of a fresh database with no tables; dropped after."""
     with fresh_database(request.param) as url:
         yield request.param, url
+
+
+@pytest.fixture(scope='module', params=BACKENDS)
+def world(request, tmp_path_factory):
+    """A conductor's database layer in this process (tests/arq_world.py)
+    on a fresh database of each backend, per module: for races that
+    threads run straight against the database."""
+    with fresh_database(request.param) as db_url:
+        world = arq_world.World().start(
+            db_url, str(tmp_path_factory.mktemp(request.param)))
+        try:
+            yield world
+        finally:
+            world.stop()

@@ -1,5 +1,6 @@
 """What the cut tests (test_faults_broker.py, test_faults_database.py)
-share: the bound their deployments answer within, and timed requests."""
+share: the bound their deployments answer within, timed requests and the
+wait for the API to serve again."""
 
 import statistics
 import time
@@ -30,6 +31,16 @@ def timed(method, url, **kwargs):
             'body': resp.text,
             'arqs': [a['uuid'] for a in resp.json().get('arqs', [])]
             if resp.status_code == 201 else []}
+
+
+def recovery_seconds(api_url, restored_at, bound):
+    """Seconds from ``restored_at`` (time.monotonic()) to the API's first
+    200 of GET /v2/devices; None if none came within ``bound``."""
+    while time.monotonic() - restored_at < bound:
+        if timed('GET', api_url + '/v2/devices')['status'] == 200:
+            return time.monotonic() - restored_at
+        time.sleep(0.2)
+    return None
 
 
 def summary(values):

@@ -19,22 +19,19 @@ at test time. Glance is stopped (SIGINT to its process group) at the end
 of the session, whatever happens.
 """
 
-import contextlib
 import os
 import shutil
-import signal
 import subprocess
 import sys
-import time
 
 import pytest
 import requests
 
+from . import gunicorn
 from . import infra
 from . import keystone as keystone_module
 
 START_TIMEOUT = 120.0
-STOP_TIMEOUT = 15.0
 PROJECT = 'images'
 USER = 'catalog'
 
@@ -43,7 +40,9 @@ class GlanceError(Exception):
     pass
 
 
-class Glance:
+class Glance(gunicorn.GunicornPeer):
+    error = GlanceError
+
     def __init__(self, workdir, keystone):
         self.workdir = workdir
         self.keystone = keystone
@@ -135,60 +134,9 @@ http_connect_timeout = 10
                 proc.returncode, proc.stdout, proc.stderr))
 
     def _serve(self):
-        env = dict(os.environ, OS_GLANCE_CONFIG_DIR=self.workdir)
-        self._log = open(self.server_log_path, 'ab')
-        self.proc = subprocess.Popen(
-            [os.path.join(infra.BIN, 'gunicorn'), '--workers', '1',
-             '--threads', '4', '--no-control-socket', '--chdir',
-             self.workdir, '--bind', '127.0.0.1:%d' % self.port,
-             'glance.wsgi.api:application'],
-            stdout=self._log, stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL, env=env, start_new_session=True)
-        deadline = time.monotonic() + START_TIMEOUT
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise GlanceError('gunicorn exited with %s:\n%s' % (
-                    self.proc.returncode, self.tail()))
-            try:
-                # The version document needs no token; a time-out means the
-                # worker is still loading Glance.
-                if requests.get(self.url + '/versions',
-                                timeout=2).status_code == 200:
-                    return
-            except requests.RequestException:
-                pass
-            time.sleep(0.2)
-        raise GlanceError('Glance did not answer on %s within %.0fs:\n%s'
-                          % (self.url, START_TIMEOUT, self.tail()))
-
-    def stop(self):
-        if self.proc is None:
-            return
-        try:
-            if self.proc.poll() is None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(self.proc.pid, signal.SIGINT)
-                try:
-                    self.proc.wait(STOP_TIMEOUT)
-                except subprocess.TimeoutExpired:
-                    with contextlib.suppress(ProcessLookupError):
-                        os.killpg(self.proc.pid, signal.SIGKILL)
-                    self.proc.wait(10)
-        finally:
-            self.proc = None
-            if self._log is not None:
-                self._log.close()
-                self._log = None
-
-    def tail(self, lines=infra.LOG_TAIL_LINES):
-        text = []
-        for path in (self.server_log_path, self.log_path):
-            with contextlib.suppress(FileNotFoundError):
-                with open(path, 'rb') as f:
-                    text.append('--- %s\n%s' % (path, '\n'.join(
-                        f.read().decode('utf-8', 'replace')
-                        .splitlines()[-lines:])))
-        return '\n'.join(text)
+        super()._serve('glance.wsgi.api:application',
+                       {'OS_GLANCE_CONFIG_DIR': self.workdir},
+                       self.url + '/versions', START_TIMEOUT)
 
     def store_config(self):
         """[glance] options of a service using the store as ``catalog``."""

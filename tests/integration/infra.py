@@ -38,6 +38,19 @@ CONDUCTOR_TIMEOUT = 2.0
 DISCOVERY_INTERVAL = 1
 HEARTBEAT_INTERVAL = 1
 WAIT_TIMEOUT = 30.0
+# Liveness within seconds, for the fault tests (extra_config=LIVENESS). A
+# killed conductor's work is failed within service_down_after plus one
+# sweep; a dead host's within host_down_after plus one sweep; the margin
+# covers a loaded 2-core CI machine.
+LIVENESS = """
+[conductor]
+service_heartbeat_interval = 1
+service_down_after = 3
+host_down_after = 4
+agent_timeout = 120
+"""
+CONDUCTOR_BOUND = 3 + 1 + 6
+HOST_BOUND = 4 + 1 + 6
 
 JSON_HEADERS = {'Content-Type': 'application/json',
                 'Accept': 'application/json',
@@ -80,12 +93,15 @@ class Deployment(cloud.Cloud):
     ``agent_config`` is extra configuration text read by the agent only
     (after the shared file, so it overrides it); ``agent_wrapper`` is an
     argv prefix the agent runs under (e.g. ``['umockdev-wrapper']``) and
-    ``agent_env`` extra environment variables of the agent process.
+    ``agent_env`` extra environment variables of the agent process;
+    ``service_config`` maps other service names (``conductor2``, ``api``)
+    to configuration text that service alone reads last.
     """
 
     def __init__(self, backend, workdir, transport_url, db_url,
                  conductors=1, inventory=None, extra_config=None,
-                 agent_config=None, agent_wrapper=(), agent_env=None):
+                 agent_config=None, agent_wrapper=(), agent_env=None,
+                 service_config=None):
         self.backend = backend
         self.inventory_file = os.path.join(workdir, 'inventory.yaml')
         self.write_inventory(BASE_INVENTORY if inventory is None
@@ -102,7 +118,8 @@ class Deployment(cloud.Cloud):
                 'conductor': {'host_down_after': 30},
                 'fake_driver': {'inventory_file': self.inventory_file}},
             extra_config=extra_config,
-            service_config={'agent': agent_config} if agent_config else None,
+            service_config=dict(service_config or {}, **(
+                {'agent': agent_config} if agent_config else {})) or None,
             conductors=conductors, agent_wrapper=agent_wrapper,
             agent_env=agent_env)
 
@@ -161,43 +178,48 @@ class Deployment(cloud.Cloud):
         super().print_logs(stream, ' (%s)' % self.backend)
 
 
+def all_devices(devices):
+    """A ``wait_for_devices`` predicate: the API lists every device of
+    BASE_INVENTORY."""
+    return len(devices) == len(BASE_INVENTORY['devices'])
+
+
+@contextlib.contextmanager
+def started(dep, wait_for_devices=None):
+    """``dep`` (a :class:`Deployment` or a subclass) migrated and started;
+    with ``wait_for_devices`` (a predicate on the API's device list) until
+    the API shows what it wants. Its logs go to stderr when it cannot
+    start; it is stopped at the end.
+    """
+    try:
+        try:
+            dep.dbsync('upgrade')
+            dep.start()
+            if wait_for_devices is not None:
+                dep.wait_for_devices(
+                    wait_for_devices,
+                    'The devices the agent should discover never '
+                    'appeared through the API')
+        except BaseException:
+            dep.print_logs()
+            raise
+        yield dep
+    finally:
+        dep.close()
+
+
 @contextlib.contextmanager
 def running_deployment(backend, workdir, wait_for_devices=None, **kwargs):
     """A :class:`Deployment` (``kwargs``) on a fresh vhost and database,
-    migrated and started; with ``wait_for_devices`` (a predicate on the
-    API's device list) until the API shows what it wants. Its logs go to
-    stderr when it cannot start; everything is removed at the end.
+    brought up by :func:`started` (with ``wait_for_devices``); everything
+    is removed at the end.
     """
     with rabbitmq_vhost() as transport_url, \
-            fresh_database(backend) as db_url:
-        dep = Deployment(backend, workdir, transport_url, db_url, **kwargs)
-        try:
-            try:
-                dep.dbsync('upgrade')
-                dep.start()
-                if wait_for_devices is not None:
-                    dep.wait_for_devices(
-                        wait_for_devices,
-                        'The devices the agent should discover never '
-                        'appeared through the API')
-            except BaseException:
-                dep.print_logs()
-                raise
-            yield dep
-        finally:
-            dep.close()
+            fresh_database(backend) as db_url, \
+            started(Deployment(backend, workdir, transport_url, db_url,
+                               **kwargs), wait_for_devices) as dep:
+        yield dep
 
 
 def utcnow():
     return datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
-
-
-def head_revision():
-    """The newest revision of cyborg_like's alembic migrations."""
-    from alembic import config as alembic_config
-    from alembic import script as alembic_script
-    import cyborg_like.db
-    ini = os.path.join(os.path.dirname(cyborg_like.db.__file__),
-                       'alembic.ini')
-    return alembic_script.ScriptDirectory.from_config(
-        alembic_config.Config(ini)).get_current_head()

@@ -36,15 +36,14 @@ the end of the session, whatever happens.
 
 import contextlib
 import os
-import signal
 import subprocess
 import sys
-import time
 import uuid
 
 import pytest
 import requests
 
+from . import gunicorn
 from . import infra
 
 REGION = 'RegionOne'
@@ -61,7 +60,6 @@ USERS = (
     ('cyborg', 'service', 'service'),
 )
 START_TIMEOUT = 90.0
-STOP_TIMEOUT = 15.0
 HTTP_TIMEOUT = 30.0
 
 # keystone-manage's steps in one interpreter: importing keystone costs
@@ -97,7 +95,9 @@ class KeystoneError(Exception):
     pass
 
 
-class Keystone:
+class Keystone(gunicorn.GunicornPeer):
+    error = KeystoneError
+
     """One Keystone process and what the tests made in it."""
 
     def __init__(self, workdir):
@@ -166,64 +166,9 @@ admin_project_domain_name = Default
                 proc.returncode, proc.stdout, proc.stderr, self.tail()))
 
     def _serve(self):
-        gunicorn = os.path.join(infra.BIN, 'gunicorn')
-        if not os.path.exists(gunicorn):
-            pytest.fail('%s is missing: run the tests with the virtualenv '
-                        'made by tools/setup-venv.sh' % gunicorn,
-                        pytrace=False)
-        env = dict(os.environ, OS_KEYSTONE_CONFIG_FILES=self.config_file)
-        self._log = open(self.server_log_path, 'ab')
-        self.proc = subprocess.Popen(
-            [gunicorn, '--workers', '1', '--threads', '4',
-             '--no-control-socket', '--chdir', self.workdir,
-             '--bind', '127.0.0.1:%d' % self.port,
-             'keystone_wsgi:application'],
-            stdout=self._log, stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL, env=env, start_new_session=True)
-        deadline = time.monotonic() + START_TIMEOUT
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise KeystoneError('gunicorn exited with %s:\n%s' % (
-                    self.proc.returncode, self.tail()))
-            try:
-                # gunicorn accepts connections seconds before its worker has
-                # loaded Keystone: a time-out only means "not yet".
-                if requests.get(self.auth_url, timeout=2).status_code == 200:
-                    return
-            except requests.RequestException:
-                pass
-            time.sleep(0.2)
-        raise KeystoneError('Keystone did not answer on %s within %.0fs:\n%s'
-                            % (self.auth_url, START_TIMEOUT, self.tail()))
-
-    def stop(self):
-        if self.proc is None:
-            return
-        try:
-            if self.proc.poll() is None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(self.proc.pid, signal.SIGINT)
-                try:
-                    self.proc.wait(STOP_TIMEOUT)
-                except subprocess.TimeoutExpired:
-                    with contextlib.suppress(ProcessLookupError):
-                        os.killpg(self.proc.pid, signal.SIGKILL)
-                    self.proc.wait(10)
-        finally:
-            self.proc = None
-            if self._log is not None:
-                self._log.close()
-                self._log = None
-
-    def tail(self, lines=infra.LOG_TAIL_LINES):
-        text = []
-        for path in (self.server_log_path, self.log_path):
-            with contextlib.suppress(FileNotFoundError):
-                with open(path, 'rb') as f:
-                    text.append('--- %s\n%s' % (path, '\n'.join(
-                        f.read().decode('utf-8', 'replace')
-                        .splitlines()[-lines:])))
-        return '\n'.join(text)
+        super()._serve('keystone_wsgi:application',
+                       {'OS_KEYSTONE_CONFIG_FILES': self.config_file},
+                       self.auth_url, START_TIMEOUT)
 
     # -- tokens
 
@@ -388,6 +333,11 @@ class KeystoneDeployment(infra.Deployment):
         assert resp.status_code == 200, (path, resp.status_code, resp.text)
         return resp.json()
 
+    def print_logs(self, stream=None):
+        super().print_logs(stream)
+        (stream or sys.stderr).write('----- keystone\n%s\n'
+                                     % self.keystone.tail())
+
     # infra.Deployment's helpers, with the admin's token.
     def get(self, path, timeout=infra.WAIT_TIMEOUT, **kwargs):
         headers = kwargs.pop('headers', {})
@@ -407,22 +357,8 @@ def keystone_deployment(backend, workdir, keystone, extra_config=''):
             infra.fresh_database(backend) as db_url:
         dep = KeystoneDeployment(backend, workdir, transport_url, db_url,
                                  keystone, extra_config=extra_config)
-        try:
-            try:
-                dep.dbsync('upgrade')
-                dep.start()
-                keystone.set_accelerator_url(dep.api_url)
-                count = len(infra.BASE_INVENTORY['devices'])
-                dep.wait_for_devices(
-                    lambda devices: len(devices) == count,
-                    'The devices of the fake driver never appeared through '
-                    'the API')
-            except BaseException:
-                for name, text in dep.logs().items():
-                    sys.stderr.write('----- cyborg-like-%s log\n%s\n'
-                                     % (name, text))
-                sys.stderr.write('----- keystone\n%s\n' % keystone.tail())
-                raise
+        # Its API's port is chosen already; nothing reads the catalog
+        # before the tests do.
+        keystone.set_accelerator_url(dep.api_url)
+        with infra.started(dep, infra.all_devices):
             yield dep
-        finally:
-            dep.close()

@@ -16,25 +16,11 @@ import threading
 import pytest
 
 from cyborg_like.db import arqs
-from tests import arq_world
 
-from .infra import BACKENDS
-from .infra import fresh_database
 
 pytestmark = pytest.mark.integration
 
 ROUNDS = 30
-
-
-@pytest.fixture(scope='module', params=BACKENDS)
-def world(request, tmp_path_factory):
-    with fresh_database(request.param) as db_url:
-        world = arq_world.World().start(
-            db_url, str(tmp_path_factory.mktemp(request.param)))
-        try:
-            yield world
-        finally:
-            world.stop()
 
 
 def _instance(round_, n):

@@ -21,6 +21,7 @@ import pytest
 import requests
 import sqlalchemy as sa
 
+from . import arq_states
 from .infra import BACKENDS
 from .infra import running_deployment
 from .infra import wait_for
@@ -43,7 +44,6 @@ INVENTORY = {'devices': [
          {'name': DEPLOYABLE, 'num_accelerators': HANDLES,
           'attributes': {'rc': 'NIC', 'trait0': 'CUSTOM_NIC_MELLANOX'},
           'pci_functions': VFS}]}]}
-RESOLVED = ('Bound', 'BindFailed')
 # The harness's 2 s RPC timeout (made for its 503 test) is too short for a
 # burst of binds on a busy machine; this is about correctness, not speed.
 EXTRA_CONFIG = '[api]\nconductor_timeout = 30\n'
@@ -68,29 +68,6 @@ def two_conductors(request, tmp_path_factory):
 def _request(dep, method, path, body=None, expected=200):
     resp = dep.call(method, path, body, expected)
     return resp.json() if resp.content else None
-
-
-def _arqs(dep, uuids):
-    wanted = set(uuids)
-    listed = _request(dep, 'GET', '/v2/accelerator_requests')['arqs']
-    found = {a['uuid']: a for a in listed if a['uuid'] in wanted}
-    assert len(found) == len(wanted), 'ARQs missing from the list'
-    return found
-
-
-def _wait_resolved(dep, uuids, timeout=60):
-    """Every ARQ Bound or BindFailed; fails listing the others."""
-    deadline = time.monotonic() + timeout
-    while True:
-        arqs = _arqs(dep, uuids)
-        pending = {u: a['state'] for u, a in arqs.items()
-                   if a['state'] not in RESOLVED}
-        if not pending:
-            return arqs
-        if time.monotonic() > deadline:
-            pytest.fail('%d ARQ(s) not resolved after %ds: %s'
-                        % (len(pending), timeout, pending), pytrace=False)
-        time.sleep(0.2)
 
 
 def _bind_all_at_once(dep, uuids, rp_uuid):
@@ -171,7 +148,7 @@ def _race(dep, uuids, rp_uuid, deployable_uuid):
     offsets = {n: dep.services[n].log_size() for n in dep.conductor_names}
     started = time.monotonic()
     instances = _bind_all_at_once(dep, uuids, rp_uuid)
-    arqs = _wait_resolved(dep, uuids)
+    arqs = arq_states.wait_resolved(dep, uuids, timeout=60, poll=0.2)
     elapsed = time.monotonic() - started
 
     bound = {u: a for u, a in arqs.items() if a['state'] == 'Bound'}
@@ -225,7 +202,7 @@ def _race(dep, uuids, rp_uuid, deployable_uuid):
     assert sorted(all_failed) == sorted(failed), logged
 
     _unbind(dep, uuids)
-    after = _arqs(dep, uuids)
+    after = arq_states.arqs_by_uuid(dep, uuids)
     assert {a['state'] for a in after.values()} == {'Unbound'}, after
     assert all(a['attach_handle_info'] == {} for a in after.values())
     assert not any(_handles_in_db(dep, deployable_uuid).values())

@@ -31,16 +31,18 @@ import time
 import pytest
 import sqlalchemy as sa
 
-from .infra import BASE_INVENTORY
 from .infra import Deployment
 from .infra import RABBIT_HOST
 from .infra import RABBIT_PORT
+from .infra import all_devices
 from .infra import fresh_database
 from .infra import rabbitmq_vhost
+from .infra import started
 from .cuts import BOUND
 from .cuts import CONFIG
 from .cuts import MARGIN
 from .cuts import RETRY_AFTER
+from .cuts import recovery_seconds
 from .cuts import summary
 from .cuts import timed
 from .tcpproxy import TcpProxy
@@ -76,20 +78,14 @@ def _deployment_behind_proxy(workdir, publish_retries):
                          extra_config=extra,
                          agent_config='[DEFAULT]\ntransport_url = %s\n'
                                       % direct_url)
-        try:
-            dep.dbsync('upgrade')
-            dep.start()
-            dep.wait_for_devices(
-                lambda devices: len(devices) == len(
-                    BASE_INVENTORY['devices']),
-                'The devices of the fake driver never appeared')
+        with started(dep, all_devices):
             yield dep, proxy
-        finally:
-            dep.close()
 
 
 def _needs_conductor(dep):
-    return [('GET', dep.api_url + '/v2/devices', {}),
+    # Accelerator requests are read from the conductor (devices may be
+    # answered from the API's read model for a while: test_services.py).
+    return [('GET', dep.api_url + '/v2/accelerator_requests', {}),
             ('POST', dep.api_url + '/v2/accelerator_requests',
              {'json': {'device_profile_name': PROFILE}})]
 
@@ -153,12 +149,8 @@ def test_broker_cut(tmp_path, variant, mode, cut_seconds):
             assert answer['elapsed'] <= BOUND + MARGIN, answer
 
         # Recovery: the first 200 of GET /v2/devices after the restore.
-        recovered = None
-        while time.monotonic() - restored_at < RECOVERY_BOUND:
-            if timed('GET', dep.api_url + '/v2/devices')['status'] == 200:
-                recovered = time.monotonic() - restored_at
-                break
-            time.sleep(0.2)
+        recovered = recovery_seconds(dep.api_url, restored_at,
+                                     RECOVERY_BOUND)
         assert recovered is not None, \
             'The API did not recover within %ss of the broker coming ' \
             'back' % RECOVERY_BOUND

@@ -49,16 +49,18 @@ import sqlalchemy as sa
 from cyborg_like.conf import CONF
 from cyborg_like.db import api as db_api
 
-from .infra import BASE_INVENTORY
 from .infra import DB_URLS
 from .infra import Deployment
+from .infra import all_devices
 from .infra import fresh_database
 from .infra import rabbitmq_vhost
+from .infra import started
 from .infra import wait_for
 from .cuts import BOUND
 from .cuts import CONFIG
 from .cuts import MARGIN
 from .cuts import RETRY_AFTER
+from .cuts import recovery_seconds
 from .cuts import summary
 from .cuts import timed
 from .tcpproxy import TcpProxy
@@ -99,19 +101,11 @@ def _deployment_behind_proxy(workdir, backend):
                          extra_config=extra)
         direct = sa.create_engine(direct_url, poolclass=sa.pool.NullPool)
         try:
-            dep.dbsync('upgrade')
-            dep.start()
-            dep.wait_for_devices(
-                lambda devices: len(devices) == len(
-                    BASE_INVENTORY['devices']),
-                'The devices of the fake driver never appeared')
-            dep.wait_host_up()
-            yield dep, proxy, direct
+            with started(dep, all_devices):
+                dep.wait_host_up()
+                yield dep, proxy, direct
         finally:
-            try:
-                dep.close()
-            finally:
-                direct.dispose()
+            direct.dispose()
 
 
 def _create_arq(dep):
@@ -242,12 +236,8 @@ def test_database_cut(tmp_path, backend, mode):
                    if a['method'] == 'PATCH'} - accepted
 
         # Recovery: the first 200 of GET /v2/devices after the restore.
-        recovered = None
-        while time.monotonic() - restored_at < RECOVERY_BOUND:
-            if timed('GET', dep.api_url + '/v2/devices')['status'] == 200:
-                recovered = time.monotonic() - restored_at
-                break
-            time.sleep(0.2)
+        recovered = recovery_seconds(dep.api_url, restored_at,
+                                     RECOVERY_BOUND)
         assert recovered is not None, (
             'The conductor did not serve again within %ss of the database '
             'coming back' % RECOVERY_BOUND)

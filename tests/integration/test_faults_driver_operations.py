@@ -18,20 +18,14 @@ import pytest
 
 from .infra import BACKENDS
 from .infra import BASE_INVENTORY
+from .infra import HOST_BOUND
+from .infra import LIVENESS
 from .infra import running_deployment
 from .infra import wait_for
 
 pytestmark = pytest.mark.integration
 
 PLAYBOOKS = os.path.join(os.path.dirname(__file__), '..', 'playbooks')
-LIVENESS = """
-[conductor]
-service_heartbeat_interval = 1
-service_down_after = 3
-host_down_after = 4
-agent_timeout = 120
-"""
-HOST_BOUND = 4 + 1 + 6      # host_down_after, one sweep, a loaded machine
 TERMINAL = ('succeeded', 'failed', 'cancelled')
 
 

@@ -22,24 +22,15 @@ import requests
 import sqlalchemy as sa
 
 from .infra import BACKENDS
+from .infra import CONDUCTOR_BOUND
+from .infra import HOST_BOUND
+from .infra import LIVENESS
 from .infra import running_deployment
 from .infra import wait_for
 
 pytestmark = pytest.mark.integration
 
 SLOW_SECONDS = 20
-LIVENESS = """
-[conductor]
-service_heartbeat_interval = 1
-service_down_after = 3
-host_down_after = 4
-agent_timeout = 120
-"""
-# A killed conductor's work is failed within service_down_after plus one
-# sweep; a dead host's within host_down_after plus one sweep; the margin
-# covers a loaded 2-core CI machine.
-CONDUCTOR_BOUND = 3 + 1 + 6
-HOST_BOUND = 4 + 1 + 6
 RESOLVED = ('Bound', 'BindFailed')
 
 

@@ -21,11 +21,13 @@ p2 checks that one project can neither see nor touch another's requests.
 One MariaDB deployment serves the whole module.
 """
 
+import datetime
 import uuid
 
 import pytest
 import requests
 
+from cyborg_like import policies
 from . import infra
 from . import keystone as ks
 
@@ -41,6 +43,8 @@ devices:show              200   403    403    403    403    401  401
 devices:health            200   403    403    403    403    401  401
 devices:disable           200   403    403    403    403    401  401
 devices:enable            200   403    403    403    403    401  401
+devices:firmware          400   403    403    403    403    401  401
+devices:mig_layout        400   403    403    403    403    401  401
 deployables:list          200   403    403    403    403    401  401
 deployables:show          200   403    403    403    403    401  401
 deployables:program       202   403    403    403    403    401  401
@@ -49,6 +53,7 @@ operations:show           200   403    403    403    403    401  401
 hosts:list                200   403    403    403    403    401  401
 hosts:show                200   403    403    403    403    401  401
 hosts:driver_operation    400   403    403    403    403    401  401
+hosts:driver_op_force     400   403    403    403    403    401  401
 operations:cancel         409   403    403    403    403    401  401
 device_profiles:create    201   403    403    403    403    401  401
 device_profiles:list      200   200    200    200    200    401  401
@@ -61,12 +66,91 @@ arqs:bind                 202   403    403    403    202    401  401
 arqs:unbind               202   403    403    403    202    401  401
 arqs:delete               204   204    204    403    204    401  401
 arqs:delete_bound         204   403    403    403    204    401  401
+arqs:bind_project_id      202   403    403    403    403    401  401
+arqs:schedule             202   202    202    403    202    401  401
 attributes:list           200   403    403    403    403    401  401
 attributes:show           200   403    403    403    403    401  401
 attributes:create         201   403    403    403    403    401  401
 attributes:delete         204   403    403    403    403    401  401
 quotas:show               200   200    200    200    403    401  401
+bitstreams:create         201   403    403    403    403    401  401
+bitstreams:upload         200   403    403    403    403    401  401
+bitstreams:list           200   403    403    403    403    401  401
+bitstreams:show           200   403    403    403    403    401  401
+bitstreams:download       200   403    403    403    200    401  401
+bitstreams:delete         204   403    403    403    403    401  401
+availability:get          200   403    403    403    200    401  401
+leases:create             201   201    201    403    403    401  401
+leases:list               200   200    200    200    403    401  401
+leases:show               200   200    200    200    403    401  401
+leases:give_back          200   200    200    403    403    401  401
+leases:revoke             200   403    403    403    403    401  401
+rollouts:create           200   403    403    403    403    401  401
+rollouts:list             200   403    403    403    403    401  401
+rollouts:pause            404   403    403    403    403    401  401
+rollouts:resume           404   403    403    403    403    401  401
+rollouts:abort            404   403    403    403    403    401  401
+rollouts:rollback         404   403    403    403    403    401  401
 """
+
+# The policy rule each operation of the matrix stands for: every rule the
+# API registers must be tried by at least one (test_matrix_covers_every_rule).
+RULES = {
+    'devices:list': 'cyborg:device:get_all',
+    'devices:show': 'cyborg:device:get_one',
+    'devices:health': 'cyborg:device:get_one',
+    'devices:disable': 'cyborg:device:disable',
+    'devices:enable': 'cyborg:device:enable',
+    'devices:firmware': 'cyborg:device:firmware',
+    'devices:mig_layout': 'cyborg:device:mig_layout',
+    'deployables:list': 'cyborg:deployable:get_all',
+    'deployables:show': 'cyborg:deployable:get_one',
+    'deployables:program': 'cyborg:deployable:program',
+    'operations:list': 'cyborg:operation:get',
+    'operations:show': 'cyborg:operation:get',
+    'operations:cancel': 'cyborg:operation:cancel',
+    'availability:get': 'cyborg:availability:get',
+    'hosts:list': 'cyborg:host:get_all',
+    'hosts:show': 'cyborg:host:get_one',
+    'hosts:driver_operation': 'cyborg:host:driver_operation:create',
+    'hosts:driver_op_force': 'cyborg:host:driver_operation:force',
+    'device_profiles:create': 'cyborg:device_profile:create',
+    'device_profiles:list': 'cyborg:device_profile:get_all',
+    'device_profiles:show': 'cyborg:device_profile:get_one',
+    'device_profiles:delete': 'cyborg:device_profile:delete',
+    'arqs:create': 'cyborg:arq:create',
+    'arqs:list': 'cyborg:arq:get_all',
+    'arqs:show': 'cyborg:arq:get_one',
+    'arqs:bind': 'cyborg:arq:update',
+    'arqs:unbind': 'cyborg:arq:update',
+    'arqs:bind_project_id': 'cyborg:arq:bind_project_id',
+    'arqs:delete': 'cyborg:arq:delete',
+    'arqs:delete_bound': 'cyborg:arq:delete_bound',
+    'arqs:schedule': 'cyborg:arq:schedule',
+    'attributes:list': 'cyborg:attribute:get_all',
+    'attributes:show': 'cyborg:attribute:get_one',
+    'attributes:create': 'cyborg:attribute:create',
+    'attributes:delete': 'cyborg:attribute:delete',
+    'quotas:show': 'cyborg:quota:get',
+    'bitstreams:create': 'cyborg:bitstream:create',
+    'bitstreams:upload': 'cyborg:bitstream:upload',
+    'bitstreams:list': 'cyborg:bitstream:get_all',
+    'bitstreams:show': 'cyborg:bitstream:get_one',
+    'bitstreams:download': 'cyborg:bitstream:download',
+    'bitstreams:delete': 'cyborg:bitstream:delete',
+    'leases:create': 'cyborg:lease:create',
+    'leases:list': 'cyborg:lease:get',
+    'leases:show': 'cyborg:lease:get',
+    'leases:give_back': 'cyborg:lease:give_back',
+    'leases:revoke': 'cyborg:lease:revoke',
+    'rollouts:create': 'cyborg:rollout:create',
+    'rollouts:list': 'cyborg:rollout:get',
+    'rollouts:pause': 'cyborg:rollout:pause',
+    'rollouts:resume': 'cyborg:rollout:resume',
+    'rollouts:abort': 'cyborg:rollout:abort',
+    'rollouts:rollback': 'cyborg:rollout:rollback',
+}
+IMAGE_BYTES = b'GBS region image for the RBAC matrix\n'
 
 
 def _parse(table):
@@ -183,6 +267,27 @@ class Env:
             self.ok('DELETE', '/v2/accelerator_requests?arqs=%s'
                     % ','.join(uuids), status=204)
 
+    def new_image(self):
+        """A queued catalog image (its data not uploaded yet)."""
+        return self.ok('POST', '/v2/bitstreams', status=201, json={
+            'name': 'rbac-%s' % uuid.uuid4().hex[:8], 'kind': 'bitstream',
+            'vendor': '0x8086'})['uuid']
+
+    def new_lease(self, days_ahead, who='p1-member'):
+        """A lease of the GPU for a night ``days_ahead`` days from now
+        (inside the lease horizon, far from any binding of the tests)."""
+        night = datetime.datetime.now(datetime.timezone.utc) \
+            + datetime.timedelta(days=days_ahead)
+        return self.call('POST', '/v2/leases', who, json={
+            'name': 'rbac-%s' % uuid.uuid4().hex[:8],
+            'devices': [self.gpu_device], 'timezone': 'UTC',
+            'start': night.strftime('%Y-%m-%dT20:00'),
+            'end': (night + datetime.timedelta(days=1)).strftime(
+                '%Y-%m-%dT06:00')})
+
+    def revoke(self, lease):
+        self.ok('DELETE', '/v2/leases/%s' % lease)
+
     def wait_operation(self, operation):
         return infra.wait_for(
             lambda: (lambda o: o if o['state'] in ('succeeded', 'failed')
@@ -228,7 +333,14 @@ def env(deployment, keystone_cloud):
     e.operation = started['operation']['uuid']
     e.wait_operation(e.operation)
     e.p1_arq = e.new_arq()
+    e.image = e.new_image()
+    e.ok('PUT', '/v2/bitstreams/%s/data' % e.image, data=IMAGE_BYTES,
+         headers={'Content-Type': 'application/octet-stream'})
+    resp = e.new_lease(days_ahead=20)
+    assert resp.status_code == 201, resp.text
+    e.lease = resp.json()['uuid']
     yield e
+    e.revoke(e.lease)
 
 
 # --- The operations of the matrix: each makes its one request as ``who``
@@ -299,6 +411,21 @@ def _arqs_bind(env, who):
         env.delete_arqs(arq)
 
 
+def _arqs_schedule(env, who):
+    """Standalone scheduling of a p1 request: its members, Nova (Ironic)
+    and admins; the conductor picks the region."""
+    arq = env.new_arq()
+    try:
+        resp = env.call('POST', '/v2/accelerator_requests/%s/schedule' % arq,
+                        who, json={'instance_uuid': str(uuid.uuid4())})
+        if resp.status_code == 202:
+            found = env.wait_arq_state(arq, 'Bound', 'BindFailed')
+            assert found['state'] == 'Bound', found
+        return resp
+    finally:
+        env.delete_arqs(arq)
+
+
 def _arqs_unbind(env, who):
     arq = env.bound_arq()
     try:
@@ -353,6 +480,112 @@ def _attributes_delete(env, who):
     return resp
 
 
+def _devices_firmware(env, who):
+    # Policy first: an admin's request without an image is then invalid
+    # (a valid one would drain the device and flash it).
+    return env.call('POST', '/v2/devices/%s/firmware' % env.fpga_device, who,
+                    json={})
+
+
+def _devices_mig_layout(env, who):
+    # As for firmware: policy first, then the body (a valid one would
+    # drain the GPU).
+    return env.call('POST', '/v2/devices/%s/mig_layout' % env.gpu_device,
+                    who, json={})
+
+
+def _arqs_bind_project_id(env, who):
+    """Bind a p1 request into p2 (an admin moving it, microversion 2.1)."""
+    arq = env.new_arq()
+    try:
+        patch = env.bind_patch(arq)
+        patch[arq].append({'op': 'add', 'path': '/project_id',
+                           'value': env.p2})
+        resp = env.call('PATCH', '/v2/accelerator_requests', who, json=patch)
+        found = env.ok('GET', '/v2/accelerator_requests/%s' % arq)
+        if resp.status_code == 202:
+            found = env.wait_arq_state(arq, 'Bound', 'BindFailed')
+            assert (found['state'], found['project_id']) == (
+                'Bound', env.p2), found
+        else:
+            assert (found['state'], found['project_id']) == (
+                'Initial', env.p1), found
+        return resp
+    finally:
+        env.delete_arqs(arq)
+
+
+def _bitstreams_create(env, who):
+    resp = env.call('POST', '/v2/bitstreams', who, json={
+        'name': 'rbac-created', 'kind': 'bitstream', 'vendor': '0x8086'})
+    if resp.status_code == 201:
+        env.ok('DELETE', '/v2/bitstreams/%s' % resp.json()['uuid'],
+               status=204)
+    return resp
+
+
+def _bitstreams_upload(env, who):
+    image = env.new_image()
+    try:
+        resp = env.call('PUT', '/v2/bitstreams/%s/data' % image, who,
+                        data=IMAGE_BYTES, headers={
+                            'Content-Type': 'application/octet-stream'})
+        status = env.ok('GET', '/v2/bitstreams/%s' % image)['status']
+        assert status == ('active' if resp.status_code == 200 else 'queued')
+        return resp
+    finally:
+        env.ok('DELETE', '/v2/bitstreams/%s' % image, status=204)
+
+
+def _bitstreams_download(env, who):
+    resp = env.call('GET', '/v2/bitstreams/%s/data' % env.image, who)
+    if resp.status_code == 200:
+        assert resp.content == IMAGE_BYTES
+    return resp
+
+
+def _bitstreams_delete(env, who):
+    image = env.new_image()
+    resp = env.call('DELETE', '/v2/bitstreams/%s' % image, who)
+    if resp.status_code != 204:
+        env.ok('DELETE', '/v2/bitstreams/%s' % image, status=204)
+    return resp
+
+
+def _leases_create(env, who):
+    resp = env.new_lease(days_ahead=18, who=who)
+    if resp.status_code == 201:
+        env.revoke(resp.json()['uuid'])
+    return resp
+
+
+def _lease_ended(method, path, days_ahead):
+    """Ending a fresh p1 lease with ``method`` on ``path`` (give back,
+    revoke); the admin revokes it when ``who`` may not."""
+    def operation(env, who):
+        made = env.new_lease(days_ahead=days_ahead)
+        assert made.status_code == 201, made.text
+        lease = made.json()['uuid']
+        resp = env.call(method, path % lease, who)
+        if resp.status_code != 200:
+            env.revoke(lease)
+        return resp
+    return operation
+
+
+def _rollouts_create(env, who):
+    """A dry run: the waves the image would take, nothing touched."""
+    return env.call('POST', '/v2/rollouts', who, json={
+        'kind': 'bitstream', 'image': env.image, 'dry_run': True})
+
+
+def _rollout_action(action):
+    # No rollout of this uuid: policy answers first, then 404 for those
+    # it lets through (a real rollout would program the test's regions).
+    return lambda env, who: env.call(
+        'POST', '/v2/rollouts/%s/%s' % (uuid.uuid4(), action), who)
+
+
 def _get(path):
     return lambda env, who: env.call('GET', path.format(env=env), who)
 
@@ -368,6 +601,7 @@ OPERATIONS = {
     'deployables:program': _deployables_program,
     'operations:list': _get('/v2/operations'),
     'operations:show': _get('/v2/operations/{env.operation}'),
+    'availability:get': _get('/v2/availability'),
     'hosts:list': _get('/v2/hosts'),
     'hosts:show': _get('/v2/hosts/{env.dep.host}'),
     # Policy first: an admin's request without a family is then invalid
@@ -376,6 +610,9 @@ OPERATIONS = {
         'POST', '/v2/hosts/%s/driver_operations' % env.dep.host, who,
         json={'action': 'verify'}),
     # A programming operation: not a driver operation, not cancellable.
+    'hosts:driver_op_force': lambda env, who: env.call(
+        'POST', '/v2/hosts/%s/driver_operations' % env.dep.host, who,
+        json={'action': 'verify', 'force': True}),
     'operations:cancel': lambda env, who: env.call(
         'POST', '/v2/operations/%s/cancel' % env.operation, who),
     'device_profiles:create': _profiles_create,
@@ -389,16 +626,42 @@ OPERATIONS = {
     'arqs:unbind': _arqs_unbind,
     'arqs:delete': _arqs_delete,
     'arqs:delete_bound': _arqs_delete_bound,
+    'arqs:schedule': _arqs_schedule,
     'attributes:list': _get('/v2/attributes'),
     'attributes:show': _get('/v2/attributes/{env.attribute}'),
     'attributes:create': _attributes_create,
     'attributes:delete': _attributes_delete,
     'quotas:show': _get('/v2/quotas/{env.p1}'),
+    'devices:firmware': _devices_firmware,
+    'devices:mig_layout': _devices_mig_layout,
+    'arqs:bind_project_id': _arqs_bind_project_id,
+    'bitstreams:create': _bitstreams_create,
+    'bitstreams:upload': _bitstreams_upload,
+    'bitstreams:list': _get('/v2/bitstreams'),
+    'bitstreams:show': _get('/v2/bitstreams/{env.image}'),
+    'bitstreams:download': _bitstreams_download,
+    'bitstreams:delete': _bitstreams_delete,
+    'leases:create': _leases_create,
+    'leases:list': _get('/v2/leases'),
+    'leases:show': _get('/v2/leases/{env.lease}'),
+    'leases:give_back': _lease_ended('POST', '/v2/leases/%s/give_back', 16),
+    'leases:revoke': _lease_ended('DELETE', '/v2/leases/%s', 14),
+    'rollouts:create': _rollouts_create,
+    'rollouts:list': _get('/v2/rollouts'),
+    'rollouts:pause': _rollout_action('pause'),
+    'rollouts:resume': _rollout_action('resume'),
+    'rollouts:abort': _rollout_action('abort'),
+    'rollouts:rollback': _rollout_action('rollback'),
 }
 
 
 def test_matrix_covers_every_operation():
-    assert sorted(OPERATIONS) == sorted(EXPECTED)
+    assert sorted(OPERATIONS) == sorted(EXPECTED) == sorted(RULES)
+
+
+def test_matrix_covers_every_rule():
+    registered = {r.name for r in policies.list_rules() if ':' in r.name}
+    assert set(RULES.values()) == registered
 
 
 @pytest.mark.parametrize('who', PERSONAS)

@@ -33,7 +33,9 @@ SHARED = ('cyborg_like.conf.sample', 'cyborg_like.conf.example',
           'policy.yaml.sample', 'fake-inventory.yaml.sample',
           'gunicorn.conf.py', 'systemd/cyborg-like-api.service',
           'systemd/cyborg-like-conductor.service',
-          'systemd/cyborg-like-agent.service')
+          'systemd/cyborg-like-agent.service',
+          'prometheus/cyborg-like-alerts.yml',
+          'grafana/cyborg-like-fleet.json')
 
 
 def _run(argv, timeout, **kwargs):

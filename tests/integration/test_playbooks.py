@@ -232,3 +232,36 @@ def test_install_from_an_apt_repository(target, build):
     assert run.report == _report('opae', 'install', None, '2.12.1-1')
     assert target.installed('opae') == '2.12.1-1'
     assert target.exists('/etc/apt/sources.list.d/cyborg-like-driver.list')
+
+
+def test_a_repository_apt_cannot_read_fails_and_is_taken_out(target, build):
+    """A bad line must not stay: one line apt cannot read fails every
+    later apt update on the host, whatever installs."""
+    open(target.path('/etc/apt/sources.list'), 'w').close()
+    run = target.run('opae', 'install', {
+        'version': '2.1.0-1',
+        'apt_repository': 'deb [trusted=yes] file:/srv/not-there ./'})
+    assert run.status == 'failed', run.output()[-3000:]
+    [(task, _)] = run.failed_tasks
+    assert task == "Add the driver's apt repository"
+    assert not target.exists(
+        '/etc/apt/sources.list.d/cyborg-like-driver.list')
+
+
+def test_an_install_replaces_the_line_a_stopped_run_left(target, build):
+    """A run killed while apt read its line leaves it behind; the next
+    install that names a repository replaces it instead of adding to it."""
+    repo = '/srv/cyborg-like-repo'
+    os.makedirs(target.path(repo))
+    shutil.copy(build('opae', '2.1.0-1'), target.path(repo))
+    debs.write_packages_index(target.path(repo))
+    open(target.path('/etc/apt/sources.list'), 'w').close()
+    listed = '/etc/apt/sources.list.d/cyborg-like-driver.list'
+    with open(target.path(listed), 'w') as f:
+        f.write('deb [trusted=yes] file:/srv/gone ./\n')
+    line = 'deb [trusted=yes] file:%s ./' % repo
+    _ok(target.run('opae', 'install', {'version': '2.1.0-1',
+                                       'apt_repository': line}))
+    assert target.installed('opae') == '2.1.0-1'
+    with open(target.path(listed)) as f:
+        assert f.read().split('\n')[0] == line

@@ -1,5 +1,8 @@
+import oslo_messaging as messaging
 import pytest
 
+from cyborg_like.common import rpc
+from cyborg_like.conductor import rpcapi as conductor_rpcapi
 from cyborg_like.conf import CONF
 from cyborg_like.db import api as db_api
 
@@ -22,3 +25,51 @@ def migrated_db(sqlite_db):
     from cyborg_like.db import migration
     migration.upgrade()
     return sqlite_db
+
+
+@pytest.fixture
+def transport():
+    """In-process messaging (oslo.messaging's fake driver)."""
+    CONF.set_override('transport_url', 'fake:/')
+    rpc.init(CONF)
+    try:
+        yield
+    finally:
+        rpc.cleanup()
+        CONF.clear_override('transport_url')
+
+
+@pytest.fixture
+def serve(transport):
+    """``serve(endpoint, topic=<the conductor's>, server='c1', **kwargs)``
+    starts an RPC server of ``endpoint`` (``kwargs``: rpc.get_server's,
+    e.g. ``drop_late``); every server started stops when the test ends."""
+    servers = []
+
+    def start(endpoint, topic=conductor_rpcapi.TOPIC, server='c1',
+              **kwargs):
+        started = rpc.get_server(messaging.Target(topic=topic, server=server),
+                                 [endpoint], **kwargs)
+        started.start()
+        servers.append(started)
+        return started
+
+    try:
+        yield start
+    finally:
+        for server in servers:
+            server.stop()
+            server.wait()
+
+
+@pytest.fixture
+def conductor_cap():
+    """``conductor_cap(version)`` sets [upgrade_levels] conductor for the
+    test; cleared when it ends."""
+    def cap(version):
+        CONF.set_override('conductor', version, group='upgrade_levels')
+
+    try:
+        yield cap
+    finally:
+        CONF.clear_override('conductor', group='upgrade_levels')

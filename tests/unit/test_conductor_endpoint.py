@@ -2,14 +2,11 @@
 
 import inspect
 
-import oslo_messaging as messaging
 import pytest
 
 from cyborg_like.common import context
-from cyborg_like.common import rpc
 from cyborg_like.conductor import manager
 from cyborg_like.conductor import rpcapi
-from cyborg_like.conf import CONF
 
 TOPIC = 'recording-conductor'
 
@@ -33,20 +30,10 @@ class RecordingConductor:
 
 
 @pytest.fixture
-def recording():
-    CONF.set_override('transport_url', 'fake:/')
-    rpc.init(CONF)
+def recording(serve):
     endpoint = RecordingConductor()
-    server = rpc.get_server(messaging.Target(topic=TOPIC, server='rec'),
-                            [endpoint])
-    server.start()
-    try:
-        yield endpoint, rpcapi.ConductorAPI(timeout=5, topic=TOPIC)
-    finally:
-        server.stop()
-        server.wait()
-        rpc.cleanup()
-        CONF.clear_override('transport_url')
+    serve(endpoint, topic=TOPIC, server='rec')
+    return endpoint, rpcapi.ConductorAPI(timeout=5, topic=TOPIC)
 
 
 def _call_every_method(client):

@@ -1,6 +1,7 @@
 """The conductor's database layer: reconcile, lists, queries per list."""
 
 import contextlib
+import types
 
 import pytest
 import sqlalchemy as sa
@@ -13,6 +14,11 @@ from cyborg_like.db import devices
 from cyborg_like.db import heartbeats
 from cyborg_like.db import hosts
 from cyborg_like.db import inventory
+
+# [health] as configured by default.
+HEALTH = types.SimpleNamespace(auto_drain=True, recovery_checks=3,
+                               breaker_window=3600, max_drains_per_host=4,
+                               max_drains=50)
 
 
 def _gpu(n, handles=1):
@@ -115,17 +121,21 @@ def test_failure_mid_reconcile_leaves_no_half_state(migrated_db):
     assert len(deployables.list_deployables({}, 10)) == 1
 
 
+def _ingest(beats, retention):
+    return heartbeats.ingest(beats, retention, HEALTH)
+
+
 def _beat(host, health=(), when=None):
     return {'host': host, 'agent_version': '1.0', 'inventory_hash': None,
             'health': list(health), 'received_at': when or hosts.utcnow()}
 
 
 def test_inventory_hash_and_heartbeat(migrated_db):
-    stored, _ = heartbeats.ingest([_beat('h1')], retention=60)
+    stored, _, _ = _ingest([_beat('h1')], retention=60)
     assert stored == {'h1': None}
     devs = [_gpu(1)]
     _apply('h1', devs)
-    stored, _ = heartbeats.ingest([_beat('h1'), _beat('h2')], retention=60)
+    stored, _, _ = _ingest([_beat('h1'), _beat('h2')], retention=60)
     assert stored == {'h1': wire.fingerprint(devs), 'h2': None}
     listed = hosts.list_hosts(down_after=60)
     assert [(h['hostname'], h['state']) for h in listed] == [
@@ -140,10 +150,10 @@ def _reading(n, healthy=True, gpu=50):
 
 def test_health_flips_are_reported_once_and_history_kept(migrated_db):
     _apply('h1', [_gpu(1), _gpu(2)])
-    _, changed = heartbeats.ingest(
+    _, changed, _ = _ingest(
         [_beat('h1', [_reading(1), _reading(2)])], retention=60)
     assert sorted(c[2] for c in changed) == ['healthy', 'healthy']
-    _, changed = heartbeats.ingest(
+    _, changed, _ = _ingest(
         [_beat('h1', [_reading(1, gpu=70), _reading(2, healthy=False)])],
         retention=60)
     assert [(c[2], c[3]) for c in changed] == [
@@ -159,8 +169,8 @@ def test_health_flips_are_reported_once_and_history_kept(migrated_db):
 def test_history_older_than_retention_is_dropped(migrated_db):
     _apply('h1', [_gpu(1)])
     old = hosts.utcnow().replace(year=2000)
-    heartbeats.ingest([_beat('h1', [_reading(1)], when=old)], retention=60)
-    heartbeats.ingest([_beat('h1', [_reading(1, gpu=9)])], retention=60)
+    _ingest([_beat('h1', [_reading(1)], when=old)], retention=60)
+    _ingest([_beat('h1', [_reading(1, gpu=9)])], retention=60)
     uuid = _all()[0]['uuid']
     history = heartbeats.device_health(uuid, 10)['history']
     assert [h['utilization']['gpu_percent'] for h in history] == [9]
@@ -173,15 +183,17 @@ def test_heartbeat_batches_cost_the_same_queries(migrated_db, hosts_count):
     batch = [_beat('h%d' % n, [_reading(1), _reading(2)])
              for n in range(hosts_count)]
     with count_queries() as queries:
-        heartbeats.ingest(batch, retention=60)
+        _ingest(batch, retention=60)
     # Hosts (select, update, select hashes), devices (select), health
     # (update, insert: one executemany each), hosts whose devices' health
-    # changed marked for the Placement sync (update), pruning (delete).
-    assert queries['n'] <= 8, queries['statements']
+    # changed marked for the Placement sync (update) and the availability
+    # feed (insert), pruning (delete); the read model's generation of the
+    # devices (update, select).
+    assert queries['n'] <= 11, queries['statements']
 
 
 def test_host_without_recent_heartbeat_is_down(migrated_db):
-    heartbeats.ingest([_beat('h1')], retention=60)
+    _ingest([_beat('h1')], retention=60)
     with db_api.writer() as session:
         from cyborg_like.db import models
         session.execute(sa.update(models.Host).values(

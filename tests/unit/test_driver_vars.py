@@ -26,6 +26,8 @@ def test_install_needs_a_version(family):
     {'version': '1.0; rm -rf /'},
     {'version': '1.0', 'deb_path': 'relative.deb'},
     {'version': '1.0', 'apt_repository': 'deb http://x/ y\ndeb http://z/ w'},
+    {'version': '1.0', 'apt_repository': 'deb [a\x00b] http://x/ y main'},
+    {'version': '1.0', 'apt_repository': 'deb [\u00b3] http://x/ y main'},
     {'version': '1.0', 'unknown': 1},
     {'version': '1.0', 'package': 'Bad Name'},
 ])

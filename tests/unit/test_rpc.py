@@ -30,27 +30,10 @@ class Recorder:
 
 
 @pytest.fixture
-def transport():
-    CONF.set_override('transport_url', 'fake:/')
-    rpc.init(CONF)
-    try:
-        yield
-    finally:
-        rpc.cleanup()
-        CONF.clear_override('transport_url')
-
-
-@pytest.fixture
-def recorder(transport):
+def recorder(serve):
     endpoint = Recorder()
-    server = rpc.get_server(messaging.Target(
-        topic=conductor_rpcapi.TOPIC, server='c1'), [endpoint])
-    server.start()
-    try:
-        yield endpoint
-    finally:
-        server.stop()
-        server.wait()
+    serve(endpoint)
+    return endpoint
 
 
 def test_context_crosses_rpc(recorder):
@@ -81,14 +64,11 @@ def test_a_newer_version_than_the_server_has_is_refused(recorder):
         cctxt.call(context.get_admin_context(), 'get_device', uuid='d1')
 
 
-def test_version_cap_comes_from_upgrade_levels(transport):
-    CONF.set_override('conductor', '1.0', group='upgrade_levels')
-    try:
-        api = conductor_rpcapi.ConductorAPI()
-        assert api._client.can_send_version('1.0')
-        assert not api._client.can_send_version('1.1')
-    finally:
-        CONF.clear_override('conductor', group='upgrade_levels')
+def test_version_cap_comes_from_upgrade_levels(transport, conductor_cap):
+    conductor_cap('1.0')
+    api = conductor_rpcapi.ConductorAPI()
+    assert api._client.can_send_version('1.0')
+    assert not api._client.can_send_version('1.1')
 
 
 def test_no_cap_means_the_newest_we_know(transport):
@@ -96,7 +76,7 @@ def test_no_cap_means_the_newest_we_know(transport):
     assert api._client.can_send_version(conductor_rpcapi.RPC_API_VERSION)
 
 
-def test_agent_calls_are_addressed_to_one_host(transport):
+def test_agent_calls_are_addressed_to_one_host(serve):
     received = []
 
     class Agent:
@@ -108,22 +88,14 @@ def test_agent_calls_are_addressed_to_one_host(transport):
         def resync_inventory(self, ctxt):
             received.append(self.host)
 
-    servers = [rpc.get_server(messaging.Target(
-        topic=agent_rpcapi.TOPIC, server=host), [Agent(host)])
-        for host in ('compute-1', 'compute-2')]
-    for server in servers:
-        server.start()
-    try:
-        agent_rpcapi.AgentAPI().resync_inventory(
-            context.get_admin_context(), 'compute-2')
-        deadline = time.monotonic() + 5
-        while not received and time.monotonic() < deadline:
-            time.sleep(0.01)
-        time.sleep(0.1)     # time enough for a wrong second delivery
-    finally:
-        for server in servers:
-            server.stop()
-            server.wait()
+    for host in ('compute-1', 'compute-2'):
+        serve(Agent(host), topic=agent_rpcapi.TOPIC, server=host)
+    agent_rpcapi.AgentAPI().resync_inventory(
+        context.get_admin_context(), 'compute-2')
+    deadline = time.monotonic() + 5
+    while not received and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.1)     # time enough for a wrong second delivery
     assert received == ['compute-2']
 
 
@@ -147,8 +119,8 @@ class ARQRecorder:
 
 
 @pytest.mark.parametrize('cap, sent', [('1.4', False), (None, True)])
-def test_max_accelerators_is_sent_to_conductors_that_know_it(transport,
-                                                             cap, sent):
+def test_max_accelerators_is_sent_to_conductors_that_know_it(
+        serve, conductor_cap, cap, sent):
     endpoint = ARQRecorder()
     if sent:
         def create_arqs(ctxt, profile_name, group_id, max_accelerators):
@@ -156,18 +128,11 @@ def test_max_accelerators_is_sent_to_conductors_that_know_it(transport,
             return []
         endpoint.create_arqs = create_arqs
         endpoint.target = messaging.Target(version='1.5')
-    server = rpc.get_server(messaging.Target(
-        topic=conductor_rpcapi.TOPIC, server='c1'), [endpoint])
-    server.start()
+    serve(endpoint)
     if cap:
-        CONF.set_override('conductor', cap, group='upgrade_levels')
-    try:
-        api = conductor_rpcapi.ConductorAPI(timeout=5)
-        api.create_arqs(context.get_admin_context(), 'p', None, 8)
-    finally:
-        CONF.clear_override('conductor', group='upgrade_levels')
-        server.stop()
-        server.wait()
+        conductor_cap(cap)
+    api = conductor_rpcapi.ConductorAPI(timeout=5)
+    api.create_arqs(context.get_admin_context(), 'p', None, 8)
     assert endpoint.calls == ([('p', None, 8)] if sent else [('p', None)])
 
 
@@ -181,19 +146,6 @@ class Sleeper(Recorder):
     def get_device(self, ctxt, uuid):
         time.sleep(self.delay)
         return super().get_device(ctxt, uuid)
-
-
-def _serve(endpoint, drop_late=False):
-    server = rpc.get_server(messaging.Target(
-        topic=conductor_rpcapi.TOPIC, server='c1'), [endpoint],
-        drop_late=drop_late)
-    server.start()
-    return server
-
-
-def _stop(server):
-    server.stop()
-    server.wait()
 
 
 def test_a_call_carries_its_deadline_and_leaves_the_callers_context(
@@ -210,37 +162,31 @@ def test_a_call_carries_its_deadline_and_leaves_the_callers_context(
     assert recorder.calls[1][0].deadline == ctxt.deadline
 
 
-def test_a_call_whose_deadline_passed_is_dropped_by_a_conductor(transport):
+def test_a_call_whose_deadline_passed_is_dropped_by_a_conductor(serve):
     endpoint = Recorder()
-    server = _serve(endpoint, drop_late=True)
-    try:
-        # Sent as a message published late would arrive: deadline gone.
-        late = context.RequestContext(request_id='req-late')
-        late.deadline = time.time() - 3
-        cctxt = rpc.get_client(messaging.Target(
-            topic=conductor_rpcapi.TOPIC, version='1.0')).prepare(timeout=5)
-        with pytest.raises(exception.RequestDeadlinePassed) as raised:
-            cctxt.call(late, 'get_device', uuid='d1')
-        assert 'req-late' in str(raised.value)
-        # The same call in time, and one without a deadline, are served.
-        conductor_rpcapi.ConductorAPI(timeout=5).get_device(
-            context.get_admin_context(), 'd2')
-        cctxt.call(context.get_admin_context(), 'get_device', uuid='d3')
-    finally:
-        _stop(server)
+    serve(endpoint, drop_late=True)
+    # Sent as a message published late would arrive: deadline gone.
+    late = context.RequestContext(request_id='req-late')
+    late.deadline = time.time() - 3
+    cctxt = rpc.get_client(messaging.Target(
+        topic=conductor_rpcapi.TOPIC, version='1.0')).prepare(timeout=5)
+    with pytest.raises(exception.RequestDeadlinePassed) as raised:
+        cctxt.call(late, 'get_device', uuid='d1')
+    assert 'req-late' in str(raised.value)
+    # The same call in time, and one without a deadline, are served.
+    conductor_rpcapi.ConductorAPI(timeout=5).get_device(
+        context.get_admin_context(), 'd2')
+    cctxt.call(context.get_admin_context(), 'get_device', uuid='d3')
     assert [uuid for _, uuid in endpoint.calls] == ['d2', 'd3']
 
 
-def test_the_wait_is_bounded_by_the_timeout(transport):
-    server = _serve(Sleeper(delay=3))
-    try:
-        started = time.monotonic()
-        with pytest.raises(messaging.MessagingTimeout):
-            conductor_rpcapi.ConductorAPI(timeout=0.5).get_device(
-                context.get_admin_context(), 'd1')
-        assert time.monotonic() - started < 1.0
-    finally:
-        _stop(server)
+def test_the_wait_is_bounded_by_the_timeout(serve):
+    serve(Sleeper(delay=3))
+    started = time.monotonic()
+    with pytest.raises(messaging.MessagingTimeout):
+        conductor_rpcapi.ConductorAPI(timeout=0.5).get_device(
+            context.get_admin_context(), 'd1')
+    assert time.monotonic() - started < 1.0
 
 
 def test_no_time_left_means_nothing_is_sent(recorder):

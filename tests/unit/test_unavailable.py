@@ -7,7 +7,6 @@ import pytest
 
 from cyborg_like.api import errors
 from cyborg_like.common import exception
-from cyborg_like.conf import CONF
 
 
 @pytest.mark.parametrize('error', [
@@ -17,11 +16,7 @@ from cyborg_like.conf import CONF
     exception.RequestDeadlinePassed(request_id='req-1', late=1.5),
 ])
 def test_unavailable_is_503_with_retry_after(error):
-    CONF.set_override('retry_after', 7, group='api')
-    try:
-        resp = errors.from_exception(error)
-    finally:
-        CONF.clear_override('retry_after', group='api')
+    resp = errors.from_exception(error, retry_after=7)
     assert resp.status_int == 503
     assert resp.headers['Retry-After'] == '7'
     fault = json.loads(json.loads(resp.body)['error_message'])
@@ -32,6 +27,7 @@ def test_unavailable_is_503_with_retry_after(error):
 
 
 def test_other_errors_carry_no_retry_after():
-    resp = errors.from_exception(exception.DeviceNotFound(uuid='x'))
+    resp = errors.from_exception(exception.DeviceNotFound(uuid='x'),
+                                 retry_after=7)
     assert resp.status_int == 404
     assert 'Retry-After' not in resp.headers

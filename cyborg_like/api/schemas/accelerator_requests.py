@@ -99,4 +99,30 @@ PATCH_ONE = dict(PATCH_ONE_SHAPE, anyOf=[BIND, UNBIND])
 PATCH_MANY = dict(PATCH_MANY_SHAPE, anyOf=[
     {'additionalProperties': BIND}, {'additionalProperties': UNBIND}])
 
+# What ?device_health= may ask for: the health of the device an ARQ holds.
+DEVICE_HEALTH = ('healthy', 'unhealthy', 'unknown')
+
 SORT_KEYS = ('created_at', 'updated_at', 'uuid', 'state')
+
+# POST /v2/accelerator_requests/<uuid>/schedule (ours): bind without Nova,
+# the conductor picking the deployable (docs/scheduling.md).
+SCHEDULE_STRATEGIES = ('pack', 'spread')
+SCHEDULE = {
+    'type': 'object',
+    'properties': {
+        # The consumer: an instance, an Ironic node's instance, a job id.
+        'instance_uuid': CANONICAL_UUID,
+        'hostname': HOSTNAME,
+        'preferences': {
+            'type': 'object',
+            'properties': {
+                'strategy': {'enum': list(SCHEDULE_STRATEGIES)},
+                'numa_node': {'type': 'integer', 'minimum': 0,
+                              'maximum': 1023},
+            },
+            'additionalProperties': False,
+        },
+    },
+    'required': ['instance_uuid'],
+    'additionalProperties': False,
+}

@@ -14,7 +14,9 @@ COLUMNS = ('uuid', 'state', 'device_profile_name', 'device_profile_group_id',
            'hostname', 'instance_uuid', 'attach_handle_type')
 LONG_COLUMNS = COLUMNS + ('device_rp_uuid', 'project_id',
                           'attach_handle_uuid', 'attach_handle_info',
-                          'state_reason', 'created_at', 'updated_at')
+                          'device_health', 'state_reason',
+                          'lease_ends_at', 'lease_starts_at', 'created_at',
+                          'updated_at')
 SORT_KEYS = ('created_at', 'updated_at', 'uuid', 'state')
 PATH = '/accelerator_requests'
 
@@ -29,13 +31,18 @@ class ListARQ(common.Lister):
         parser.add_argument(
             '--resolved', action='store_true',
             help='Only ARQs whose binding ended (Bound or BindFailed)')
+        parser.add_argument(
+            '--device-health', choices=('healthy', 'unhealthy', 'unknown'),
+            help='Only ARQs holding a device in this health: unhealthy '
+                 'lists the instances whose device failed')
         common.add_long(parser)
         return common.add_paging(parser, SORT_KEYS)
 
     def take_action(self, args):
         params, all_pages = common.paging(args)
         params.update(instance=args.instance,
-                      bind_state='resolved' if args.resolved else None)
+                      bind_state='resolved' if args.resolved else None,
+                      device_health=args.device_health)
         found = self.api.list(PATH, 'arqs', params, all_pages)
         return common.rows(found, LONG_COLUMNS if args.long else COLUMNS)
 
@@ -128,10 +135,56 @@ class BindARQ(_Binding):
         return ops
 
     def failed(self, arq):
-        if arq['state'] == states.BIND_FAILED:
-            return 'ARQ %s: binding failed: %s' % (
-                arq['uuid'], arq.get('state_reason') or 'no reason given')
-        return None
+        return _bind_failure(arq)
+
+
+def _bind_failure(arq):
+    if arq['state'] == states.BIND_FAILED:
+        return 'ARQ %s: binding failed: %s' % (
+            arq['uuid'], arq.get('state_reason') or 'no reason given')
+    return None
+
+
+class ScheduleARQ(waiting.FailAfterOutput, common.ShowOne):
+    """Bind an accelerator request without Nova: the conductor picks the
+    deployable (on --hostname if given) for the consumer --instance-uuid
+    (any UUID: an instance, an Ironic node's instance, a job)."""
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('uuid', metavar='<uuid>', help='The ARQ')
+        parser.add_argument('--instance-uuid', required=True,
+                            metavar='<uuid>', help='The consumer')
+        parser.add_argument('--hostname', metavar='<hostname>',
+                            help='Only a deployable of this host')
+        strategy = parser.add_mutually_exclusive_group()
+        strategy.add_argument(
+            '--pack', dest='strategy', action='store_const', const='pack',
+            help='Prefer hosts and devices already in use (the default)')
+        strategy.add_argument(
+            '--spread', dest='strategy', action='store_const',
+            const='spread', help='Prefer the least used hosts and devices')
+        parser.add_argument('--numa-node', type=int, metavar='<node>',
+                            help='Only devices on this NUMA node')
+        return waiting.add_wait(parser, 'the binding (Bound or BindFailed)')
+
+    def take_action(self, args):
+        body = {'instance_uuid': args.instance_uuid}
+        if args.hostname:
+            body['hostname'] = args.hostname
+        preferences = {}
+        if args.strategy:
+            preferences['strategy'] = args.strategy
+        if args.numa_node is not None:
+            preferences['numa_node'] = args.numa_node
+        if preferences:
+            body['preferences'] = preferences
+        arq = self.api.post('%s/%s/schedule' % (PATH, args.uuid), body)
+        if args.wait:
+            arq = waiting.follow_arq(self.api, args.uuid, BindARQ.done,
+                                     args.timeout)
+            self.failure = _bind_failure(arq)
+        return common.one(arq)
 
 
 class UnbindARQ(_Binding):

@@ -68,9 +68,4 @@ class ProgramDeployable(waiting.FailAfterOutput, common.ShowOne):
             '/deployables/%s/program' % args.uuid,
             [{'op': 'replace', 'path': '/bitstream_id',
               'value': args.bitstream}])
-        operation = started['operation']
-        if args.wait:
-            operation = waiting.follow_operation(
-                self.api, operation['uuid'], args.timeout)
-            self.failure = waiting.operation_failure(operation)
-        return common.one(operation)
+        return common.one(self.operation_result(started['operation'], args))

@@ -21,9 +21,4 @@ class FlashDeviceFirmware(waiting.FailAfterOutput, common.ShowOne):
     def take_action(self, args):
         started = self.api.post('/devices/%s/firmware' % args.uuid,
                                 {'image_uuid': args.image})
-        operation = started['operation']
-        if args.wait:
-            operation = waiting.follow_operation(
-                self.api, operation['uuid'], args.timeout)
-            self.failure = waiting.operation_failure(operation)
-        return common.one(operation)
+        return common.one(self.operation_result(started['operation'], args))

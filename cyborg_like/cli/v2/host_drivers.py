@@ -63,11 +63,7 @@ class _DriverOperation(waiting.FailAfterOutput, common.ShowOne):
             body['force'] = True
         operation = self.api.post(
             '/hosts/%s/driver_operations' % args.hostname, body)
-        if args.wait:
-            operation = waiting.follow_operation(
-                self.api, operation['uuid'], args.timeout)
-            self.failure = waiting.operation_failure(operation)
-        return common.one(operation)
+        return common.one(self.operation_result(operation, args))
 
 
 def _typed(parameters):

@@ -11,8 +11,9 @@ hostname):
   (the device uuid alone if that would pass Placement's 200 characters);
 - inventory: its ``rc`` attribute as resource class, ``total`` =
   ``num_accelerators``; ``reserved`` = ``total`` while the device is disabled
-  (status ``maintaining``), unhealthy or drained by a driver operation
-  (db/driver_operations.py), so the scheduler stops picking it;
+  (status ``maintaining``), drained as unhealthy (db/health.py) or
+  drained by an operation (db/drained.py), so the scheduler stops picking
+  it;
   none when the deployable has no ``rc`` or no accelerators;
 - traits: the values of its ``trait*`` attributes, ``CUSTOM_VENDOR_<vendor>``,
   ``CUSTOM_MODEL_<model>``, ``CUSTOM_REGION_<deployable name>`` for FPGA
@@ -39,6 +40,14 @@ marked until one sync of it succeeds, so an unreachable Placement, a
 missing compute node or a refused delete are retried at the next run.
 Syncs are idempotent and generation-checked as well, so a claim that
 lapses (a conductor killed mid-sync) costs a repeated sync, not a wrong one.
+
+Each sync of a host also reads the aggregates of its compute node provider
+(one GET, microversion 1.19 or later) and keeps them on the host's row
+(``hosts.aggregates``; none when Placement has no compute node of that
+name): the availability feed groups by them and rollouts select by them.
+They are read only when the host is synced: an aggregate changed in
+Placement (or through Nova's host aggregates) shows at the host's next
+sync, i.e. its next change or the next conductor start.
 
 Modules: ``desired`` (what Placement should show, pure functions),
 ``client`` (one method per Placement request), ``names`` (traits and

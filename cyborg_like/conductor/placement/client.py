@@ -6,9 +6,12 @@ import urllib.parse
 from keystoneauth1 import exceptions as ks_exc
 from keystoneauth1 import loading as ks_loading
 
-# 1.14 nested providers, 1.18 ?required=, 1.20 POST returns the provider,
-# 1.23 error codes, 1.26 reserved may equal total (a disabled device).
+# 1.14 nested providers, 1.18 ?required=, 1.19 a provider's aggregates
+# with its generation, 1.20 POST returns the provider, 1.23 error codes,
+# 1.26 reserved may equal total (a disabled device).
 MICROVERSION = '1.26'
+# Allocations carry the consumer's generation from 1.28 on.
+ALLOCATIONS_MICROVERSION = '1.28'
 
 
 class Unreachable(Exception):
@@ -29,10 +32,10 @@ class PlacementClient:
         self._adapter = ks_loading.load_adapter_from_conf_options(
             conf, group, session=session, auth=auth)
 
-    def request(self, method, url, body=None):
+    def request(self, method, url, body=None, microversion=MICROVERSION):
         try:
             response = self._adapter.request(
-                url, method, json=body, microversion=MICROVERSION,
+                url, method, json=body, microversion=microversion,
                 raise_exc=False)
         except ks_exc.ClientException as error:
             # Refused, timed out, no endpoint in the catalog, bad auth.
@@ -89,6 +92,12 @@ class PlacementClient:
             {'resource_provider_generation': generation,
              'traits': sorted(traits)})
 
+    def aggregates(self, uuid):
+        """The aggregates a provider is in (1.19 on: with its
+        generation)."""
+        body = self._json('GET', '/resource_providers/%s/aggregates' % uuid)
+        return body['resource_provider_generation'], body['aggregates']
+
     def existing_traits(self, names):
         url = '/traits?name=in:' + ','.join(sorted(names))
         return set(self._json('GET', url)['traits'])
@@ -104,6 +113,20 @@ class PlacementClient:
     def create_resource_class(self, name):
         return self.request('PUT', '/resource_classes/%s' % name
                             ).status_code in (201, 204)
+
+    # A consumer's allocations, with its generation (1.28): standalone
+    # bindings claim theirs (conductor/placement/claims.py).
+    def allocations(self, consumer):
+        response = self.request('GET', '/allocations/%s' % consumer,
+                                microversion=ALLOCATIONS_MICROVERSION)
+        if response.status_code != 200:
+            raise UnexpectedAnswer('GET /allocations/%s: %s' % (
+                consumer, describe(response)))
+        return response.json()
+
+    def set_allocations(self, consumer, body):
+        return self.request('PUT', '/allocations/%s' % consumer, body,
+                            microversion=ALLOCATIONS_MICROVERSION)
 
 
 def error_code(response):

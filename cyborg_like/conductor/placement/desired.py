@@ -6,7 +6,9 @@ import re
 OWNER_TRAIT = 'CUSTOM_CYBORG_LIKE_MANAGED'
 # Placement's limit on provider names.
 MAX_NAME = 200
-ENABLED, UNHEALTHY, FPGA = 'enabled', 'unhealthy', 'FPGA'
+ENABLED, DRAINED, FPGA = 'enabled', 'drained', 'FPGA'
+# The attribute naming a deployable's resource class.
+RC_KEY = 'rc'
 
 _NOT_NAME = re.compile(r'[^A-Z0-9_]')
 
@@ -36,13 +38,16 @@ def wanted_traits(deployable):
 
 
 def wanted_inventory(deployable):
-    resource_class = deployable['attributes'].get('rc')
+    resource_class = deployable['attributes'].get(RC_KEY)
     total = deployable['num_accelerators']
     if not resource_class or total < 1:
         return {}
     usable = (deployable['status'] == ENABLED
-              and deployable['health'] != UNHEALTHY
-              and not deployable.get('drained'))
+              and deployable['service_state'] != DRAINED
+              and not deployable.get('drained')
+              # In a window of a lease (db/leases.py): Nova must not
+              # place anyone there; its lessee binds standalone.
+              and not deployable.get('leased'))
     return {resource_class: {
         'total': total, 'reserved': 0 if usable else total,
         'min_unit': 1, 'max_unit': total, 'step_size': 1,

@@ -8,7 +8,7 @@ from cyborg_like.conductor.placement import desired
 
 LOG = logging.getLogger(__name__)
 
-_NAME_OK = re.compile(r'^[A-Z0-9_]+$')
+_NAME_OK = re.compile(r'^[A-Z0-9_]+\Z')
 
 
 class KnownNames:

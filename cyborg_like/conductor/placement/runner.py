@@ -119,6 +119,8 @@ class PlacementSync:
         deployables = placement_sync.host_deployables(hostname)
         found = self._client.providers(name=hostname)
         if not found:
+            # No compute node: the host is in no aggregate of Placement.
+            placement_sync.set_aggregates(hostname, [])
             if not deployables:
                 return True
             if hostname not in self._missing:
@@ -136,5 +138,12 @@ class PlacementSync:
             self._missing.discard(hostname)
             LOG.info('Compute node resource provider %r found in Placement',
                      hostname)
-        return host_sync.HostSync(self._client, self._names, hostname).run(
-            deployables, found[0])
+        in_line = host_sync.HostSync(self._client, self._names,
+                                     hostname).run(deployables, found[0])
+        # One more request per sync: the compute node's aggregates, which
+        # the availability feed groups by and rollouts select by.
+        _generation, aggregates = self._client.aggregates(found[0]['uuid'])
+        if placement_sync.set_aggregates(hostname, aggregates):
+            LOG.info('Host %s is in the Placement aggregates %s now',
+                     hostname, ', '.join(sorted(aggregates)) or '(none)')
+        return in_line

@@ -17,8 +17,8 @@ import re
 
 from cyborg_like.common import exception
 
-_SHA256 = re.compile(r'^[0-9a-f]{64}$')
-_UUID_HEX = re.compile(r'^[0-9a-f]{32}$')
+_SHA256 = re.compile(r'^[0-9a-f]{64}\Z')
+_UUID_HEX = re.compile(r'^[0-9a-f]{32}\Z')
 
 
 def verify(driver, path, sha256=None, required=True):

@@ -40,6 +40,18 @@ class Region:
     readable: bool = True       # False: the host cannot see what is loaded
 
 
+@dataclasses.dataclass
+class CardHealth:
+    """What ``_health`` found on one card: ``reasons`` make it unhealthy,
+    ``warnings`` (a sensor above its maximum, not yet critical) only go
+    into the utilization under ``warnings``, ``unchecked`` names what
+    could not be looked at (see base.DeviceHealth)."""
+    reasons: list = dataclasses.field(default_factory=list)
+    utilization: dict = dataclasses.field(default_factory=dict)
+    warnings: list = dataclasses.field(default_factory=list)
+    unchecked: list = dataclasses.field(default_factory=list)
+
+
 def parse_ids(values):
     """``['8086:0b30']`` -> ``{('8086', '0b30')}``."""
     ids = set()
@@ -219,11 +231,14 @@ class FPGADriver(base.AcceleratorDriver, base.Programmable,
         context = pyudev.Context()
         readings = []
         for card in self._cards(context):
-            reasons, utilization = self._health(context, card)
+            found = self._health(context, card)
+            utilization = dict(found.utilization)
+            if found.warnings:
+                utilization['warnings'] = list(found.warnings)
             readings.append(base.DeviceHealth(
                 controlpath_id=pci.controlpath_id(card.sys_name),
-                healthy=not reasons, reasons=reasons,
-                utilization=utilization))
+                healthy=not found.reasons, reasons=list(found.reasons),
+                utilization=utilization, unchecked=list(found.unchecked)))
         return readings
 
     # -- attach handles ---------------------------------------------------
@@ -276,5 +291,5 @@ class FPGADriver(base.AcceleratorDriver, base.Programmable,
         raise NotImplementedError
 
     def _health(self, context, card):
-        """Return (reasons the card is unhealthy, utilization dict)."""
+        """Return a :class:`CardHealth`."""
         raise NotImplementedError

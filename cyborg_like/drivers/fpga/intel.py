@@ -7,7 +7,11 @@ OPAE's own enumeration reads it::
     /sys/bus/pci/devices/0000:60:00.0            the PF, driver dfl-pci
       fpga_region/region0                        container region (dfl-pci)
         dfl-fme.0                                FPGA Management Engine
-          bitstream_id, ports_num, errors/*, hwmon/hwmonN/temp1_input
+          bitstream_id, ports_num, errors/*, hwmon/hwmonN (dfl_fme_thermal)
+          dfl_dev.N/spi_master/spiM/spiM.0       spi-altera to the MAX 10 BMC
+            n3000bmc-hwmon.K.auto/hwmon/hwmonJ   its sensors (d5005bmc-...
+                                                 on a D5005): tempN_*,
+                                                 inN_*, currN_*, powerN_*
           dfl-fme-mgr.0/fpga_manager/fpga0       the PR engine
           dfl-fme-bridge.0.auto/fpga_bridge/br0
           dfl-fme-region.0/fpga_region/region1   one per port (PR slot)
@@ -33,6 +37,7 @@ from cyborg_like.common import exception
 from cyborg_like.common import inventory
 from cyborg_like.drivers.fpga import bitstream
 from cyborg_like.drivers.fpga import driver
+from cyborg_like.drivers.fpga import sensors
 from cyborg_like.drivers import pci
 
 MODELS = {'0b30': 'PAC N3000', '0b2b': 'PAC D5005', '09c4': 'PAC Arria 10 GX'}
@@ -42,12 +47,20 @@ PCI_DRIVERS = ('dfl-pci', 'intel-fpga-pci')
 _FME = r'^(dfl|intel-fpga)-fme\.\d+$'
 _PORT = r'^(dfl|intel-fpga)-port\.\d+$'
 _FME_REGION = r'^dfl-fme-region\.\d+$'
-_HWMON = r'^hwmon\d+$'
-# FME error registers (sysfs-platform-dfl-fme); anything non-zero is a
-# latched hardware error an operator must look at.
+# FME error registers (dfl-fme-error.c, sysfs-platform-dfl-fme); anything
+# non-zero is a latched hardware error an operator must look at.
 FME_ERRORS = ('errors/catfatal_errors', 'errors/nonfatal_errors',
               'errors/fme_errors', 'errors/pcie0_errors',
               'errors/pcie1_errors', 'errors/first_error')
+# Non-zero while errors are injected on purpose: a warning, not a fault.
+INJECT_ERRORS = 'errors/inject_errors'
+# The MAX 10 BMC's hwmon (drivers/hwmon/intel-m10-bmc-hwmon.c), by the
+# name the hwmon core registers (the platform id with '-' made '_').
+BMC_HWMONS = ('n3000bmc_hwmon', 'd5005bmc_hwmon')
+# Labels of the FPGA's own temperature: N3000, then D5005.
+FPGA_TEMPERATURES = ('FPGA Die Temperature', 'FPGA Core Temperature')
+# The N3000's one power channel (the D5005's BMC exposes none).
+BOARD_POWER = 'Board Power'
 
 
 def _fme(card):
@@ -156,26 +169,73 @@ class IntelFPGADriver(driver.FPGADriver):
 
     def _health(self, context, card):
         if card.driver not in PCI_DRIVERS:
-            return ['%s is not bound to dfl-pci (driver: %s)'
-                    % (card.sys_name, card.driver or 'none')], {}
+            return driver.CardHealth(reasons=[
+                '%s is not bound to dfl-pci (driver: %s)'
+                % (card.sys_name, card.driver or 'none')])
         fme = _fme(card)
         if fme is None:
-            return ['no FME found under %s' % card.sys_name], {}
-        reasons = []
+            return driver.CardHealth(
+                reasons=['no FME found under %s' % card.sys_name])
+        found = driver.CardHealth()
         for name in FME_ERRORS:
             value = pci.attribute(fme, name)
             if _nonzero(value):
-                reasons.append('%s %s = %s' % (fme.sys_name, name, value))
+                found.reasons.append('%s %s = %s'
+                                     % (fme.sys_name, name, value))
+        injected = pci.attribute(fme, INJECT_ERRORS)
+        if _nonzero(injected):
+            # Errors injected on purpose (testing the RAS path) show in
+            # the registers above too; the injection itself is no fault.
+            found.warnings.append('%s %s = %s: errors are being injected'
+                                  % (fme.sys_name, INJECT_ERRORS, injected))
         for port in self._ports(context, card).values():
             value = pci.attribute(port, 'errors/errors')
             if _nonzero(value):
-                reasons.append('%s errors = %s' % (port.sys_name, value))
-        return reasons, self._utilization(fme)
+                found.reasons.append('%s errors = %s'
+                                     % (port.sys_name, value))
+        self._sensors(card, fme, found)
+        return found
 
     @staticmethod
-    def _utilization(fme):
-        for hwmon in driver.children(fme, _HWMON):
-            value = pci.attribute(hwmon, 'temp1_input')
-            if value is not None:
-                return {'temperature_c': int(value) / 1000}
-        return {}
+    def _sensors(card, fme, found):
+        """The BMC's sensors (intel-m10-bmc-hwmon) and the FME's own
+        thermal hwmon, judged against their max/crit; utilization gets
+        the FPGA temperature, board power and every labelled
+        temperature."""
+        bmc, others = [], []
+        for hwmon in sensors.hwmons(card):
+            (bmc if sensors.name(hwmon) in BMC_HWMONS else others).append(
+                hwmon)
+        temperatures = {}
+        for hwmon in bmc:
+            read = sensors.read(hwmon)
+            reasons, warnings = sensors.judge(read, 'BMC sensor')
+            found.reasons += reasons
+            found.warnings += warnings
+            for sensor in read:
+                if sensor.kind == 'temp':
+                    temperatures[sensor.label] = sensor.value
+                elif sensor.kind == 'power' and \
+                        sensor.label == BOARD_POWER:
+                    found.utilization['board_power_w'] = sensor.value
+        for hwmon in others:
+            if not hwmon.sys_path.startswith(fme.sys_path + '/'):
+                continue
+            read = sensors.read(hwmon)
+            reasons, warnings = sensors.judge(read, fme.sys_name + ' sensor')
+            found.reasons += reasons
+            found.warnings += warnings
+            fme_temperature = [s.value for s in read if s.kind == 'temp']
+            if fme_temperature and 'temperature_c' not in found.utilization:
+                found.utilization['temperature_c'] = fme_temperature[0]
+        fpga = [temperatures[label] for label in FPGA_TEMPERATURES
+                if label in temperatures]
+        if fpga:
+            found.utilization['temperature_c'] = fpga[0]
+        if temperatures:
+            found.utilization['temperatures_c'] = temperatures
+        if not bmc:
+            found.unchecked.append(
+                'BMC sensors: no %s hwmon below %s (intel-m10-bmc-hwmon '
+                'not loaded, or a card without a MAX 10 BMC)'
+                % (' or '.join(BMC_HWMONS), card.sys_name))

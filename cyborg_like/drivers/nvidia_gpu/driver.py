@@ -11,20 +11,40 @@ address, with these deployables:
     One per MIG device when MIG mode is on. Its single attach handle is of
     type MDEV (the wire schema knows PCI and MDEV only) and carries the MIG
     uuid, which is what CUDA and container runtimes take. MIG devices are
-    made by the operator (nvidia-smi mig -cgi/-cci), so preparing the handle
-    creates nothing.
+    made when the operator applies a layout (``apply_mig_layout``, mig.py,
+    asked through the API on a drained GPU) or by hand (nvidia-smi mig
+    -cgi/-cci); preparing the handle creates nothing. They live in the GPU
+    until it is reset, so an agent restart finds them as they were.
 ``<gpu uuid>-vgpu-<type>`` (rc VGPU)
-    One per vGPU type in sysfs ``mdev_supported_types``. num_accelerators
-    is the instances the type can still make plus those already made, so a
-    bound vGPU does not shrink the inventory; one MDEV handle per instance,
-    each with a uuid stable across runs. Preparing the handle creates that
-    mdev, releasing it removes it.
+    The one vGPU type the operator enabled for this GPU (``[nvidia_gpu]
+    enabled_vgpu_types`` and ``[vgpu_<type>] device_addresses``, as Nova
+    and Cyborg configure it), when sysfs ``mdev_supported_types`` offers
+    it: the hardware gives N vGPUs of one type *or* the whole GPU, so
+    offering every listed type would count the same silicon several
+    times. num_accelerators is the instances the type can still make plus
+    those already made, so a bound vGPU does not shrink the inventory; one
+    MDEV handle per instance, each with a uuid stable across runs.
+    Preparing the handle creates that mdev, releasing it removes it.
+    From Ampere on, with SR-IOV, the types are on the GPU's virtual
+    functions, one vGPU per VF: in the mdev layout a handle is an mdev on
+    its VF (``parent``); in NVIDIA's vendor-specific interface it is the VF
+    itself (a PCI handle with ``asked_type``), made that vGPU type when
+    prepared and given back when released (sysfs.py). While
+    vGPUs of another type exist on the GPU (bound before the operator
+    changed the type), that type stays offered and the change waits, with
+    a warning, until they are released.
+
+GPU errors reach the agent as they happen (``watch_health``, events.py):
+a fatal Xid or a double-bit ECC error makes the GPU's readings unhealthy
+for ``[nvidia_gpu] fatal_xid_hold`` seconds; every GPU's last Xid is in its
+readings' utilization (``last_xid``).
 
 Without NVML on the host (no NVIDIA driver) the driver reports nothing and
 says so once. A GPU that stops answering NVML (GPU_IS_LOST) is kept as last
 seen in the inventory and reported unhealthy; the other GPUs carry on.
 """
 
+import dataclasses
 import re
 import uuid
 
@@ -32,7 +52,11 @@ from oslo_log import log as logging
 import pynvml
 
 from cyborg_like.common import exception
+from cyborg_like.common import inventory
+from cyborg_like.conf import nvidia_gpu as nvidia_gpu_conf
 from cyborg_like.drivers import base
+from cyborg_like.drivers.nvidia_gpu import events
+from cyborg_like.drivers.nvidia_gpu import mig
 from cyborg_like.drivers.nvidia_gpu import nvml
 from cyborg_like.drivers.nvidia_gpu import sysfs
 from cyborg_like.drivers import pci
@@ -44,7 +68,8 @@ _MDEV_NAMESPACE = uuid.UUID('6e0f3c52-52a4-4b5e-9d2b-3f6c4ad1a7f0')
 
 
 class NvidiaGPUDriver(base.AcceleratorDriver, base.HealthReporting,
-                      base.AttachPreparing):
+                      base.HealthWatching, base.AttachPreparing,
+                      base.MigPartitioning):
     name = 'nvidia_gpu'
 
     def __init__(self, conf):
@@ -55,12 +80,18 @@ class NvidiaGPUDriver(base.AcceleratorDriver, base.HealthReporting,
         # Not keyed by NVML index: indexes shift when a GPU leaves the bus.
         self._last_seen = {}
         self._said_no_library = False
+        # GPU uuid -> (type kept, type asked) last warned about.
+        self._said_type_kept = {}
+        # Fatal NVML events held per GPU, and each GPU's last Xid.
+        self._latch = events.Latch(conf.nvidia_gpu.fatal_xid_hold)
+        self._listener = None
 
     # -- inventory ---------------------------------------------------------
 
     def discover(self):
         def work():
             versions = nvml.system_versions()
+            enabled = _enabled_vgpu_types(self.conf)
             found, silent = {}, False
             for index in range(nvml.device_count()):
                 try:
@@ -70,7 +101,8 @@ class NvidiaGPUDriver(base.AcceleratorDriver, base.HealthReporting,
                               index, exc)
                     silent = True
                     continue
-                found[gpu.uuid] = self._device(gpu, versions)
+                found[gpu.uuid] = self._device(gpu, versions,
+                                               enabled(gpu.address))
             kept = ([device for device, _ in self._lost(set(found))]
                     if silent else [])
             if silent and not kept:
@@ -101,18 +133,76 @@ class NvidiaGPUDriver(base.AcceleratorDriver, base.HealthReporting,
                 kept.append((device, None))
         return kept
 
-    def _device(self, gpu, versions):
-        vgpu_types = self.sysfs.vgpu_types(gpu.address)
-        partitioned = bool(gpu.mig_enabled or vgpu_types)
+    def _device(self, gpu, versions, wanted_type):
+        offer = self._offered_vgpu(gpu, wanted_type)
+        partitioned = bool(gpu.mig_enabled or offer)
         deployables = ([self._pgpu(gpu, partitioned)]
                        + [self._mig(gpu, mig) for mig in gpu.migs]
-                       + [self._vgpu(gpu, each) for each in vgpu_types])
+                       + ([self._vgpu(gpu, offer)] if offer else []))
         return base.Device(
             type='GPU', vendor='0x%04x' % gpu.vendor_id, model=gpu.name,
             controlpath_id=pci.controlpath_id(gpu.address),
             deployables=deployables,
             std_board_info=self._std_board_info(gpu),
             vendor_board_info=_vendor_board_info(gpu, versions))
+
+    def _vgpu_offers(self, gpu):
+        """``{type id: _Offer}`` of every vGPU type the GPU lists: on the
+        GPU itself (before Ampere), or one vGPU per SR-IOV VF listing it
+        (Ampere on), in the mdev or the vendor-specific layout."""
+        offers = {}
+
+        def offer(type_id, name):
+            return offers.setdefault(type_id, _Offer(type_id, name))
+
+        for vgpu_type in self.sysfs.vgpu_types(gpu.address):
+            found = offer(vgpu_type.type_id, vgpu_type.name)
+            found.held += len(vgpu_type.created)
+            for n in range(vgpu_type.available + len(vgpu_type.created)):
+                found.handles.append(_mdev_handle(gpu, vgpu_type, n))
+        for n, vf in enumerate(self.sysfs.virtual_functions(gpu.address)):
+            vendor = self.sysfs.vf_vgpu(vf)
+            if vendor is not None:
+                types = vendor.creatable if vendor.current is None else {
+                    vendor.current: vendor.creatable.get(vendor.current, '')}
+                for type_id, name in types.items():
+                    found = offer(type_id, name)
+                    found.held += vendor.current is not None
+                    found.handles.append(base.AttachHandle('PCI', dict(
+                        inventory.pci_address_info(vf), asked_type=type_id)))
+                continue
+            for vgpu_type in self.sysfs.vgpu_types(vf):
+                if vgpu_type.available or vgpu_type.created:
+                    found = offer(vgpu_type.type_id, vgpu_type.name)
+                    found.held += len(vgpu_type.created)
+                    found.handles.append(
+                        _mdev_handle(gpu, vgpu_type, n, parent=vf))
+        return offers
+
+    def _offered_vgpu(self, gpu, wanted):
+        """The _Offer of the vGPU type this GPU offers, or None (a PGPU)."""
+        offers = self._vgpu_offers(gpu)
+        held = next((o for o in offers.values() if o.held), None)
+        if held is not None and held.type_id != wanted:
+            # Reshaping under bound vGPUs would pull them from under their
+            # workloads, and Placement would refuse the new inventory.
+            if self._said_type_kept.get(gpu.uuid) != (held.type_id, wanted):
+                LOG.warning(
+                    'GPU %s (%s) holds %d vGPU(s) of type %s: it keeps '
+                    'offering %s until they are released, not %s as '
+                    'configured', gpu.uuid, gpu.address, held.held,
+                    held.type_id, held.type_id, wanted or 'the whole GPU')
+                self._said_type_kept[gpu.uuid] = (held.type_id, wanted)
+            return held
+        self._said_type_kept.pop(gpu.uuid, None)
+        if wanted is None:
+            return None
+        offered = offers.get(wanted)
+        if offered is None:
+            LOG.warning('GPU %s (%s) does not offer vGPU type %s (sysfs '
+                        'lists %s): offering the whole GPU', gpu.uuid,
+                        gpu.address, wanted, ', '.join(offers) or 'none')
+        return offered
 
     def _std_board_info(self, gpu):
         info = {'vendor_id': '0x%04x' % gpu.vendor_id,
@@ -140,24 +230,19 @@ class NvidiaGPUDriver(base.AcceleratorDriver, base.HealthReporting,
                 'compute_instance_id': ids[1], 'profile': mig.profile or ''}
         return base.Deployable(
             name='%s-mig-%s-%s' % (gpu.uuid, *ids), driver_name=self.name,
-            attributes={'rc': rc, **_gpu_traits(gpu)},
+            attributes={'rc': rc, **_gpu_traits(gpu),
+                        'trait3': 'CUSTOM_GPU_MIG_%s' % _custom(
+                            mig.profile or 'unknown profile')},
             attach_handles=[base.AttachHandle('MDEV', info)])
 
-    def _vgpu(self, gpu, vgpu_type):
-        type_id = vgpu_type.type_id
-        total = vgpu_type.available + len(vgpu_type.created)
-        handles = [base.AttachHandle('MDEV', {
-            'asked_type': type_id,
-            'vgpu_mark': '%s_%d' % (type_id, n),
-            'uuid': _mdev_uuid(gpu.uuid, type_id, n),
-            'device_api': vgpu_type.device_api}) for n in range(total)]
+    def _vgpu(self, gpu, offer):
         return base.Deployable(
-            name='%s-vgpu-%s' % (gpu.uuid, type_id), driver_name=self.name,
-            num_accelerators=total,
+            name='%s-vgpu-%s' % (gpu.uuid, offer.type_id),
+            driver_name=self.name, num_accelerators=len(offer.handles),
             attributes={'rc': 'VGPU', 'trait0': 'CUSTOM_GPU_NVIDIA',
                         'trait1': 'CUSTOM_VGPU_' + _custom(
-                            vgpu_type.name or type_id)},
-            attach_handles=handles)
+                            offer.name or offer.type_id)},
+            attach_handles=offer.handles)
 
     # -- health ------------------------------------------------------------
 
@@ -175,10 +260,36 @@ class NvidiaGPUDriver(base.AcceleratorDriver, base.HealthReporting,
                 answered.add(gpu_uuid)
                 found.append(health)
             if silent:
-                found += [_unreachable(device, error) for device, error
-                          in self._lost(answered) if error is not None]
+                found += [self._unreachable(device, error)
+                          for device, error in self._lost(answered)
+                          if error is not None]
             return found
         return self._with_nvml(work)
+
+    def watch_health(self, on_change):
+        if self._listener is not None and self._listener.alive:
+            return
+        self._listener = events.Listener(self._latch, on_change)
+        self._listener.start()
+
+    def stop_watching(self):
+        if self._listener is not None:
+            self._listener.stop()
+            self._listener = None
+
+    def _events_of(self, gpu_uuid, reasons, utilization):
+        """Add the held fatal events and the last Xid of the GPU."""
+        reasons += self._latch.reasons(gpu_uuid)
+        last_xid = self._latch.last_xid(gpu_uuid)
+        if last_xid is not None:
+            utilization['last_xid'] = last_xid
+
+    def _unreachable(self, device, error):
+        reasons = ['NVML cannot reach the GPU: %s' % error]
+        utilization = {}
+        self._events_of(_uuid_of(device), reasons, utilization)
+        return base.DeviceHealth(device.controlpath_id, healthy=False,
+                                 reasons=reasons, utilization=utilization)
 
     def _health_one(self, index):
         gpu_handle = nvml.handle(index)
@@ -186,9 +297,20 @@ class NvidiaGPUDriver(base.AcceleratorDriver, base.HealthReporting,
         gpu_uuid = nvml.uuid(gpu_handle)
         reading = nvml.read_health(gpu_handle)
         reasons = self._verdict(reading)
+        utilization = _utilization(reading)
+        self._events_of(gpu_uuid, reasons, utilization)
+        if nvml.mig_enabled(gpu_handle):
+            # What NVML tells of each slice: its memory. ECC, memory
+            # repair and temperature are the whole GPU's, judged above.
+            utilization['mig_devices'] = {
+                mig_device.uuid: {'profile': mig_device.profile,
+                                  'memory_used_bytes': mig_device.memory_used,
+                                  'memory_total_bytes':
+                                      mig_device.memory_total}
+                for mig_device in nvml.migs(gpu_handle)}
         return gpu_uuid, base.DeviceHealth(
             controlpath, healthy=not reasons, reasons=reasons,
-            utilization=_utilization(reading))
+            utilization=utilization, unchecked=reading.unchecked)
 
     def _verdict(self, reading):
         threshold = self.conf.nvidia_gpu.temperature_threshold
@@ -213,12 +335,15 @@ class NvidiaGPUDriver(base.AcceleratorDriver, base.HealthReporting,
 
     def prepare_attach_handle(self, controlpath_id, attach_handle):
         attach_type, info = base.unpack_handle(attach_handle)
+        if attach_type == 'PCI' and 'asked_type' in info:
+            self._vf_vgpu(controlpath_id, info, info['asked_type'])
+            return info
         if attach_type != 'MDEV' or 'mig_uuid' in info:
             return info         # a PCI function or MIG device: exists already
         info.setdefault('uuid', str(uuid.uuid4()))
         try:
             if not self.sysfs.mdev_exists(info['uuid']):
-                self.sysfs.create_mdev(pci.address_of(controlpath_id),
+                self.sysfs.create_mdev(self._mdev_parent(controlpath_id, info),
                                        info.get('asked_type', ''),
                                        info['uuid'])
         except (OSError, ValueError) as exc:
@@ -229,6 +354,9 @@ class NvidiaGPUDriver(base.AcceleratorDriver, base.HealthReporting,
 
     def release_attach_handle(self, controlpath_id, attach_handle):
         attach_type, info = base.unpack_handle(attach_handle)
+        if attach_type == 'PCI' and 'asked_type' in info:
+            self._vf_vgpu(controlpath_id, info, None)
+            return
         if attach_type != 'MDEV' or 'mig_uuid' in info or 'uuid' not in info:
             return
         try:
@@ -239,7 +367,72 @@ class NvidiaGPUDriver(base.AcceleratorDriver, base.HealthReporting,
                 driver=self.name, reason='cannot remove vGPU %s: %s'
                 % (info['uuid'], exc)) from exc
 
+    def _own_vf(self, controlpath_id, address):
+        """``address`` if it is a VF of the GPU at ``controlpath_id``:
+        handle info comes back from the database, and must not reach
+        another device."""
+        if address not in self.sysfs.virtual_functions(
+                pci.address_of(controlpath_id)):
+            raise ValueError('%s is no VF of GPU %s' % (
+                address, pci.address_of(controlpath_id)))
+        return address
+
+    def _mdev_parent(self, controlpath_id, info):
+        if 'parent' in info:
+            return self._own_vf(controlpath_id, info['parent'])
+        return pci.address_of(controlpath_id)
+
+    def _vf_vgpu(self, controlpath_id, info, type_id):
+        """Make the VF of a PCI handle a vGPU of ``type_id`` (vendor
+        interface), or give it back (None); nothing if it already is."""
+        try:
+            vf = self._own_vf(controlpath_id, inventory.pci_address(info))
+            vendor = self.sysfs.vf_vgpu(vf)
+            if vendor is None:
+                raise ValueError('it has no vGPU interface')
+            current = vendor.current
+            if current == type_id:
+                return
+            if type_id is not None and current is not None:
+                raise ValueError('the VF is a vGPU of type %s already'
+                                 % current)
+            if type_id is None and current != info['asked_type']:
+                return          # not ours to give back
+            self.sysfs.set_vf_vgpu_type(vf, type_id)
+        except (OSError, ValueError) as exc:
+            raise exception.DriverError(
+                driver=self.name, reason='cannot %s vGPU on VF %s: %s' % (
+                    'give back the' if type_id is None else 'make a',
+                    inventory.pci_address(info), exc)) from exc
+
     # -- NVML session ------------------------------------------------------
+
+    # -- MIG layouts -------------------------------------------------------
+
+    def mig_layout(self, controlpath_id):
+        return self._with_gpu(controlpath_id, mig.current_layout)
+
+    def apply_mig_layout(self, controlpath_id, layout):
+        try:
+            return self._with_gpu(controlpath_id,
+                                  lambda handle: mig.apply(handle, layout))
+        except mig.MigLayoutError as error:
+            raise exception.DriverError(driver=self.name, reason=str(error))
+
+    def _with_gpu(self, controlpath_id, work):
+        """``work(handle)`` of the GPU at ``controlpath_id``, in a session."""
+        address = pci.address_of(controlpath_id)
+
+        def find():
+            for index in range(nvml.device_count()):
+                handle = nvml.handle(index)
+                if nvml.address(handle) == address:
+                    return work(handle)
+            raise exception.DriverError(
+                driver=self.name, reason='no GPU at %s answers NVML'
+                % address)
+        with nvml.session():
+            return find()
 
     def _with_nvml(self, work):
         """``work()`` inside an NVML session; [] on a host without NVML.
@@ -263,12 +456,6 @@ class NvidiaGPUDriver(base.AcceleratorDriver, base.HealthReporting,
                 driver=self.name, reason='NVML: %s' % exc) from exc
 
 
-def _unreachable(device, error):
-    return base.DeviceHealth(
-        device.controlpath_id, healthy=False,
-        reasons=['NVML cannot reach the GPU: %s' % error])
-
-
 def _uuid_of(device):
     return device.vendor_board_info['uuid']
 
@@ -279,9 +466,14 @@ def _address_of(device):
 
 def _vendor_board_info(gpu, versions):
     mig_mode = {None: 'unsupported', True: 'enabled', False: 'disabled'}
-    return {'uuid': gpu.uuid, 'driver_version': versions[0],
+    info = {'uuid': gpu.uuid, 'driver_version': versions[0],
             'cuda_version': versions[1], 'memory_total_bytes':
             gpu.memory_total, 'mig_mode': mig_mode[gpu.mig_enabled]}
+    if gpu.mig_enabled is not None:
+        # The layout in place, largest profile first, as applied.
+        info['mig_layout'] = mig.largest_first(
+            m.profile or 'unknown' for m in gpu.migs)
+    return info
 
 
 def _gpu_traits(gpu):
@@ -296,10 +488,52 @@ def _custom(text):
     return re.sub(r'[^A-Z0-9]+', '_', text.upper()).strip('_')
 
 
+@dataclasses.dataclass
+class _Offer:
+    """A vGPU type as one GPU can give it: a handle per vGPU it can make
+    (made or not), and how many are made now (bound)."""
+    type_id: str
+    name: str
+    handles: list = dataclasses.field(default_factory=list)
+    held: int = 0
+
+
+def _mdev_handle(gpu, vgpu_type, number, parent=None):
+    info = {'asked_type': vgpu_type.type_id,
+            'vgpu_mark': '%s_%d' % (vgpu_type.type_id, number),
+            'uuid': _mdev_uuid(gpu.uuid, vgpu_type.type_id, number),
+            'device_api': vgpu_type.device_api}
+    if parent is not None:
+        info['parent'] = parent         # the VF the mdev is made on
+    return base.AttachHandle('MDEV', info)
+
+
 def _mdev_uuid(gpu_uuid, type_id, number):
     # The GPU uuid is unique worldwide, so no two hosts share an mdev uuid.
     return str(uuid.uuid5(_MDEV_NAMESPACE,
                           '%s/%s/%d' % (gpu_uuid, type_id, number)))
+
+
+def _enabled_vgpu_types(conf):
+    """``address -> the vGPU type enabled for that GPU, or None``, from
+    ``[nvidia_gpu] enabled_vgpu_types`` and ``[vgpu_<type>]
+    device_addresses``; a GPU named for two types is a config error."""
+    nvidia_gpu_conf.register_vgpu_groups(conf)
+    enabled = conf.nvidia_gpu.enabled_vgpu_types
+    by_address = {}
+    for type_id in enabled:
+        group = nvidia_gpu_conf.VGPU_GROUP % type_id
+        for address in conf[group].device_addresses:
+            address = pci.full_address(address)
+            other = by_address.setdefault(address, type_id)
+            if other != type_id:
+                raise exception.DriverError(
+                    driver='nvidia_gpu', reason='GPU %s is listed in both '
+                    '[vgpu_%s] and [vgpu_%s] device_addresses: a GPU offers '
+                    'one vGPU type' % (address, other, type_id))
+    # Nova's rule: one type enabled and no addresses given -> every GPU.
+    default = enabled[0] if len(enabled) == 1 and not by_address else None
+    return lambda address: by_address.get(address, default)
 
 
 def _utilization(reading):

@@ -4,11 +4,15 @@ All pynvml calls of the driver are in this module, so the fake
 libnvidia-ml.so.1 of tests/hardware/nvml has to export only what these
 functions reach. Queries a GPU may legitimately not support (NUMA node on
 older drivers, ECC on cards without it, utilization in MIG mode) come back as
-None; every other NVML error propagates, GPU_IS_LOST included, so the caller
+None, and so do functions an older libnvidia-ml does not export
+(FunctionNotFound): each switches off only the feature that needs it, with a
+fallback to the older function where NVML has one (temperature, memory).
+Every other NVML error propagates, GPU_IS_LOST included, so the caller
 decides about the device as a whole.
 """
 
 import contextlib
+import ctypes
 import dataclasses
 import re
 
@@ -32,6 +36,7 @@ class Mig:
     gpu_instance_id: int
     compute_instance_id: int
     memory_total: int
+    memory_used: int = 0
 
 
 @dataclasses.dataclass
@@ -49,6 +54,13 @@ class Gpu:
     migs: list = dataclasses.field(default_factory=list)
 
 
+# The health checks that need a query a GPU or driver may lack, by the
+# name a reading lists them under when they could not be made.
+CHECK_ECC = 'ecc_uncorrected'
+CHECK_MEMORY_REPAIR = 'memory_repair'     # retired pages / remapped rows
+CHECK_TEMPERATURE = 'temperature'
+
+
 @dataclasses.dataclass
 class Reading:
     """One health sample of a GPU; None where the GPU does not say."""
@@ -62,6 +74,8 @@ class Reading:
     retired_pages_pending: bool | None
     remapped_rows_pending: bool | None
     remapped_rows_failure: bool | None
+    # CHECK_* names of the health checks this GPU or driver cannot make.
+    unchecked: list = dataclasses.field(default_factory=list)
 
 
 @contextlib.contextmanager
@@ -127,7 +141,7 @@ def read_gpu(index):
     """Identity, memory, NUMA node and MIG devices of GPU ``index``."""
     gpu_handle = handle(index)
     pci = pynvml.nvmlDeviceGetPciInfo(gpu_handle)
-    mig_enabled = _mig_enabled(gpu_handle)
+    mig_on = mig_enabled(gpu_handle)
     return Gpu(
         index=index,
         name=pynvml.nvmlDeviceGetName(gpu_handle),
@@ -138,8 +152,8 @@ def read_gpu(index):
         subsystem_id=pci.pciSubSystemId,
         memory_total=_memory(gpu_handle).total,
         numa_node=_numa_node(gpu_handle),
-        mig_enabled=mig_enabled,
-        migs=_migs(gpu_handle) if mig_enabled else [])
+        mig_enabled=mig_on,
+        migs=migs(gpu_handle) if mig_on else [])
 
 
 def read_health(gpu_handle):
@@ -148,23 +162,30 @@ def read_health(gpu_handle):
     remapped = _optional(pynvml.nvmlDeviceGetRemappedRows, gpu_handle)
     retired = _optional(pynvml.nvmlDeviceGetRetiredPagesPendingStatus,
                         gpu_handle)
+    temperature = _temperature(gpu_handle)
+    ecc = _optional(pynvml.nvmlDeviceGetTotalEccErrors, gpu_handle,
+                    pynvml.NVML_MEMORY_ERROR_TYPE_UNCORRECTED,
+                    pynvml.NVML_VOLATILE_ECC)
+    unchecked = [name for name, missing in (
+        (CHECK_ECC, ecc is None),
+        # A GPU retires pages (before Ampere) or remaps rows (Ampere on):
+        # one of the two is enough.
+        (CHECK_MEMORY_REPAIR, retired is None and remapped is None),
+        (CHECK_TEMPERATURE, temperature is None)) if missing]
     return Reading(
         gpu_percent=utilization.gpu if utilization else None,
         memory_percent=utilization.memory if utilization else None,
         memory_used=memory.used,
         memory_total=memory.total,
-        temperature=_optional(pynvml.nvmlDeviceGetTemperatureV, gpu_handle,
-                              pynvml.NVML_TEMPERATURE_GPU),
+        temperature=temperature,
         power_mw=_optional(pynvml.nvmlDeviceGetPowerUsage, gpu_handle),
-        ecc_uncorrected=_optional(
-            pynvml.nvmlDeviceGetTotalEccErrors, gpu_handle,
-            pynvml.NVML_MEMORY_ERROR_TYPE_UNCORRECTED,
-            pynvml.NVML_VOLATILE_ECC),
+        ecc_uncorrected=ecc,
         retired_pages_pending=None if retired is None else bool(retired),
         # (corrected, uncorrected, pending, failure): Ampere and later
         # remap rows where older GPUs retired pages.
         remapped_rows_pending=None if remapped is None else bool(remapped[2]),
-        remapped_rows_failure=None if remapped is None else bool(remapped[3]))
+        remapped_rows_failure=None if remapped is None else bool(remapped[3]),
+        unchecked=unchecked)
 
 
 def _optional(function, *args):
@@ -176,10 +197,25 @@ def _optional(function, *args):
         return None
 
 
+def _temperature(gpu_handle):
+    try:
+        return pynvml.nvmlDeviceGetTemperatureV(gpu_handle,
+                                                pynvml.NVML_TEMPERATURE_GPU)
+    except pynvml.NVMLError_FunctionNotFound:   # a driver before R570
+        return _optional(pynvml.nvmlDeviceGetTemperature, gpu_handle,
+                         pynvml.NVML_TEMPERATURE_GPU)
+    except pynvml.NVMLError_NotSupported:
+        return None
+
+
 def _memory(any_handle):
-    # The v2 struct: v1 counts the memory the driver reserves as used.
-    return pynvml.nvmlDeviceGetMemoryInfo(any_handle,
-                                          version=pynvml.nvmlMemory_v2)
+    # The v2 struct: v1 counts the memory the driver reserves as used,
+    # which is all a driver before R510 can say.
+    try:
+        return pynvml.nvmlDeviceGetMemoryInfo(any_handle,
+                                              version=pynvml.nvmlMemory_v2)
+    except pynvml.NVMLError_FunctionNotFound:
+        return pynvml.nvmlDeviceGetMemoryInfo(any_handle)
 
 
 def _numa_node(gpu_handle):
@@ -187,14 +223,14 @@ def _numa_node(gpu_handle):
     return node if node is not None and node >= 0 else None
 
 
-def _mig_enabled(gpu_handle):
+def mig_enabled(gpu_handle):
     modes = _optional(pynvml.nvmlDeviceGetMigMode, gpu_handle)
     if modes is None:
         return None
     return modes[0] == pynvml.NVML_DEVICE_MIG_ENABLE
 
 
-def _migs(gpu_handle):
+def migs(gpu_handle):
     """The MIG devices (GPU instance + compute instance) of a GPU."""
     found = []
     for slot in range(pynvml.nvmlDeviceGetMaxMigDeviceCount(gpu_handle)):
@@ -209,6 +245,7 @@ def _migs(gpu_handle):
 
 def _mig(mig_handle):
     name = pynvml.nvmlDeviceGetName(mig_handle)
+    memory = _memory(mig_handle)
     profile = _MIG_PROFILE.search(name)
     return Mig(
         uuid=pynvml.nvmlDeviceGetUUID(mig_handle),
@@ -216,4 +253,52 @@ def _mig(mig_handle):
         profile=profile.group(1) if profile else None,
         gpu_instance_id=pynvml.nvmlDeviceGetGpuInstanceId(mig_handle),
         compute_instance_id=pynvml.nvmlDeviceGetComputeInstanceId(mig_handle),
-        memory_total=_memory(mig_handle).total)
+        memory_total=memory.total, memory_used=memory.used)
+
+
+# -- events (events.py listens to them) ---------------------------------------
+
+# The NVML event types the health watcher registers.
+EVENT_XID = pynvml.nvmlEventTypeXidCriticalError
+EVENT_DOUBLE_BIT_ECC = pynvml.nvmlEventTypeDoubleBitEccError
+
+
+@dataclasses.dataclass
+class Event:
+    gpu: int            # handle_key() of the GPU it happened on
+    type: int           # an EVENT_* value
+    data: int           # the Xid number of an EVENT_XID, else 0
+
+
+def handle_key(gpu_handle):
+    """A number naming a GPU handle: an event's device is the same handle
+    the set was registered with, and a lost GPU may not say its uuid."""
+    return ctypes.cast(gpu_handle, ctypes.c_void_p).value
+
+
+def event_set():
+    return pynvml.nvmlEventSetCreate()
+
+
+def register_events(gpu_handle, types, events):
+    """Register those of ``types`` the GPU supports on ``events``; return
+    them (0: none). NotSupported or FunctionNotFound propagate: a GPU or
+    driver without events."""
+    wanted = types & pynvml.nvmlDeviceGetSupportedEventTypes(gpu_handle)
+    if wanted:
+        pynvml.nvmlDeviceRegisterEvents(gpu_handle, wanted, events)
+    return wanted
+
+
+def wait_event(events, timeout_ms):
+    """The next event of the set, or None when none came within
+    ``timeout_ms``."""
+    try:
+        data = pynvml.nvmlEventSetWait(events, timeout_ms)
+    except pynvml.NVMLError_Timeout:
+        return None
+    return Event(handle_key(data.device), data.eventType, data.eventData)
+
+
+def free_event_set(events):
+    pynvml.nvmlEventSetFree(events)

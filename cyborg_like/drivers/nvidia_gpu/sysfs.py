@@ -10,11 +10,25 @@ The kernel's mediated-device (mdev) interface, for a GPU at ADDR:
 Writing a UUID to ``create`` makes a vGPU of TYPE, which then appears in
 ``bus/mdev/devices`` and ``TYPE/devices``; writing 1 to its ``remove``
 destroys it.
+
+From Ampere on, with SR-IOV enabled (``sriov-manage -e``), the vGPU types
+are on the GPU's virtual functions (``ADDR/virtfnN`` -> the VF), one vGPU
+per VF: either in the same mdev layout under each VF, or, with recent
+drivers and kernels, in NVIDIA's vendor-specific VFIO interface:
+
+    bus/pci/devices/VF/nvidia/creatable_vgpu_types    "ID : name" lines
+    bus/pci/devices/VF/nvidia/current_vgpu_type       0, or the ID in use
+
+where writing an ID to ``current_vgpu_type`` makes the VF that vGPU (then
+passed through whole) and writing 0 gives it back.
 """
 
 import dataclasses
 import os
+import re
 import uuid as uuidlib
+
+_VIRTFN = re.compile(r'^virtfn(\d+)\Z')
 
 
 @dataclasses.dataclass
@@ -24,6 +38,14 @@ class VgpuType:
     device_api: str             # e.g. vfio-pci
     available: int              # how many more the GPU can make now
     created: list               # uuids of the mdevs of this type
+
+
+@dataclasses.dataclass
+class VfVgpu:
+    """A VF's vGPU in NVIDIA's vendor-specific interface."""
+    address: str
+    creatable: dict             # type id (e.g. nvidia-1157) -> name
+    current: str | None         # the type id it is now, None if none
 
 
 class Sysfs:
@@ -45,6 +67,44 @@ class Sysfs:
             return []                   # no vGPU manager on this GPU
         return [self._vgpu_type(os.path.join(types_dir, type_id))
                 for type_id in type_ids]
+
+    def virtual_functions(self, address):
+        """The GPU's SR-IOV VFs (PCI addresses), in VF order."""
+        pf = self._pci(address)
+        try:
+            names = os.listdir(pf)
+        except FileNotFoundError:
+            return []
+        found = []
+        for name in names:
+            match = _VIRTFN.match(name)
+            if match:
+                target = os.readlink(os.path.join(pf, name))
+                found.append((int(match.group(1)), os.path.basename(target)))
+        return [vf for _, vf in sorted(found)]
+
+    def vf_vgpu(self, vf):
+        """The VF's VfVgpu, or None without the vendor-specific interface.
+        Type ids are given as in the mdev layout: nvidia-<ID>."""
+        creatable = self._read(self._pci(vf, 'nvidia', 'creatable_vgpu_types'))
+        if creatable is None:
+            return None
+        types = {}
+        for line in creatable.splitlines():
+            number, colon, name = line.partition(':')
+            if colon and number.strip().isdigit():
+                types['nvidia-' + number.strip()] = name.strip()
+        current = self._read(self._pci(vf, 'nvidia', 'current_vgpu_type'))
+        return VfVgpu(vf, types, None if current in (None, '', '0')
+                      else 'nvidia-' + current)
+
+    def set_vf_vgpu_type(self, vf, type_id):
+        """Make the VF a vGPU of ``type_id`` (nvidia-<ID>), or none (None).
+        """
+        number = '0' if type_id is None else type_id.removeprefix('nvidia-')
+        if not number.isdigit():
+            raise ValueError('invalid vGPU type %r' % type_id)
+        self._write(self._pci(vf, 'nvidia', 'current_vgpu_type'), number)
 
     def mdev_exists(self, mdev_uuid):
         return os.path.isdir(self._mdev(mdev_uuid))

@@ -50,6 +50,34 @@ class FakeNvml:
         """nvmlInit calls that no nvmlShutdown has matched yet."""
         return self.lib.fake_nvml_init_count()
 
+    @property
+    def state_path(self):
+        """Where the fake keeps MIG changes for later processes (the
+        default: $FAKE_NVML_DATA + ".state"; the fixture unsets
+        $FAKE_NVML_STATE)."""
+        return self.data_path + '.state'
+
+    @property
+    def events_path(self):
+        """Where a test appends the events the fake delivers (the
+        default: $FAKE_NVML_DATA + ".events"; the fixture unsets
+        $FAKE_NVML_EVENTS)."""
+        return self.data_path + '.events'
+
+    def inject(self, kind, uuid, *numbers):
+        """An event from outside the process, as the driver of a real GPU
+        raises one: ``inject('xid', uuid, 79)``, ``inject('dbe', uuid)``
+        (format: top of fake_nvml.c). Event sets created before it get
+        it, once each."""
+        line = ' '.join([kind, uuid] + ['%d' % n for n in numbers])
+        with open(self.events_path, 'a') as f:
+            f.write(line + '\n')
+
+    def mig_changes(self):
+        """MIG changes (mode, GPU/compute instances) made so far by this
+        process, all tests together: compare before and after."""
+        return self.lib.fake_nvml_mig_changes()
+
 
 class FakeSysfs:
     """A sysfs tree with just what the driver reads, in a temp dir."""
@@ -76,6 +104,22 @@ class FakeSysfs:
                     '%d\n' % available)
         self._write(os.path.join(type_dir, 'create'), '')
 
+    def add_vf(self, pf, vf, number):
+        """An SR-IOV virtual function: ``pf/virtfn<number>`` -> ``vf``."""
+        self.add_pci(vf)
+        os.symlink(os.path.join('..', vf),
+                   self.pci(pf, 'virtfn%d' % number))
+
+    def add_vendor_vgpu(self, vf, types, current=0):
+        """NVIDIA's vendor-specific vGPU interface on a VF: ``types`` is
+        ``{numeric id: name}`` as creatable_vgpu_types lists them."""
+        os.makedirs(self.pci(vf, 'nvidia'))
+        self._write(self.pci(vf, 'nvidia', 'creatable_vgpu_types'),
+                    'ID    : vGPU Name\n' + ''.join(
+                        '%-5d : %s\n' % item for item in types.items()))
+        self._write(self.pci(vf, 'nvidia', 'current_vgpu_type'),
+                    '%d\n' % current)
+
     def add_mdev(self, address, type_id, mdev_uuid):
         """What the kernel does when a uuid is written to ``create``."""
         mdev_dir = self.mdev(mdev_uuid)
@@ -87,6 +131,17 @@ class FakeSysfs:
         with open(available) as f:
             left = int(f.read())
         self._write(available, '%d\n' % (left - 1))
+
+    def drop_mdev(self, address, type_id, mdev_uuid):
+        """What the kernel does when 1 is written to the mdev's ``remove``.
+        """
+        type_dir = self.pci(address, 'mdev_supported_types', type_id)
+        os.unlink(os.path.join(type_dir, 'devices', mdev_uuid))
+        shutil.rmtree(self.mdev(mdev_uuid))
+        available = os.path.join(type_dir, 'available_instances')
+        with open(available) as f:
+            left = int(f.read())
+        self._write(available, '%d\n' % (left + 1))
 
     def mdev(self, mdev_uuid, *parts):
         return os.path.join(self.root, 'bus', 'mdev', 'devices', mdev_uuid,
@@ -102,8 +157,9 @@ class FakeSysfs:
             f.write(text)
 
 
-def build_fake_nvml(directory):
-    """Compile fake_nvml.c; fail (never skip) without a C compiler."""
+def build_fake_nvml(directory, defines=()):
+    """Compile fake_nvml.c (with ``-D`` each of ``defines``, e.g.
+    FAKE_NVML_OLD_DRIVER); fail (never skip) without a C compiler."""
     gcc = shutil.which('gcc')
     if gcc is None:
         pytest.fail('gcc is required to build the fake libnvidia-ml.so.1 '
@@ -112,7 +168,8 @@ def build_fake_nvml(directory):
     path = os.path.join(str(directory), SONAME)
     result = subprocess.run(
         [gcc, '-Wall', '-Wextra', '-Werror', '-O2', '-shared', '-fPIC',
-         '-Wl,-soname,' + SONAME, '-o', path, SOURCE],
+         '-Wl,-soname,' + SONAME, '-o', path, SOURCE]
+        + ['-D' + name for name in defines],
         capture_output=True, text=True)
     if result.returncode != 0:
         pytest.fail('building the fake NVML failed:\n' + result.stderr,
@@ -139,6 +196,9 @@ def fake_nvml(fake_nvml_lib, tmp_path, monkeypatch):
     fake = FakeNvml(fake_nvml_lib, str(tmp_path / 'nvml-devices.txt'))
     fake.write()
     monkeypatch.setenv('FAKE_NVML_DATA', fake.data_path)
+    # MIG changes go next to this test's data file, nowhere else.
+    monkeypatch.delenv('FAKE_NVML_STATE', raising=False)
+    monkeypatch.delenv('FAKE_NVML_EVENTS', raising=False)
     yield fake
     leaked = fake.init_count()
     for _ in range(leaked):     # so that later tests read their data again

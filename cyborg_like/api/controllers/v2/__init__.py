@@ -7,13 +7,16 @@ from cyborg_like.api import hooks
 from cyborg_like.api import microversion
 from cyborg_like.api.controllers.v2 import accelerator_requests
 from cyborg_like.api.controllers.v2 import attributes
+from cyborg_like.api.controllers.v2 import availability
 from cyborg_like.api.controllers.v2 import bitstreams
 from cyborg_like.api.controllers.v2 import deployables
 from cyborg_like.api.controllers.v2 import device_profiles
 from cyborg_like.api.controllers.v2 import devices
 from cyborg_like.api.controllers.v2 import hosts
+from cyborg_like.api.controllers.v2 import leases
 from cyborg_like.api.controllers.v2 import operations
 from cyborg_like.api.controllers.v2 import quotas
+from cyborg_like.api.controllers.v2 import rollouts
 
 
 def version_document():
@@ -39,6 +42,9 @@ class V2Controller(rest.RestController):
     hosts = hosts.HostsController()
     quotas = quotas.QuotasController()
     bitstreams = bitstreams.BitstreamsController()
+    availability = availability.AvailabilityController()
+    leases = leases.LeasesController()
+    rollouts = rollouts.RolloutsController()
 
     @pecan.expose('json')
     def get(self):

@@ -21,8 +21,8 @@ RESOURCE = 'arqs'
 _FIELDS = ('uuid', 'state', 'state_reason', 'device_profile_name',
            'device_profile_group_id', 'hostname', 'device_rp_uuid',
            'instance_uuid', 'project_id', 'attach_handle_type',
-           'attach_handle_uuid', 'attach_handle_info', 'created_at',
-           'updated_at')
+           'attach_handle_uuid', 'attach_handle_info', 'device_health',
+           'lease_ends_at', 'lease_starts_at', 'created_at', 'updated_at')
 _BIND_FIELDS = ('hostname', 'device_rp_uuid', 'instance_uuid')
 
 
@@ -78,6 +78,7 @@ def _require_uuids(name, values):
 
 
 class AcceleratorRequestsController(rest.RestController):
+    _custom_actions = {'schedule': ['POST']}
 
     @pecan.expose('json')
     def post(self):
@@ -99,8 +100,17 @@ class AcceleratorRequestsController(rest.RestController):
                 detail='bind_state may only be "resolved".')
         instance = params.pop('instance', None)
         _require_uuids('instance', [instance] if instance else [])
+        device_health = params.pop('device_health', None)
+        if device_health not in (None,) + schema.DEVICE_HEALTH:
+            raise webob.exc.HTTPBadRequest(
+                detail='device_health may only be one of %s.'
+                % ', '.join(schema.DEVICE_HEALTH))
         query = listing.ListQuery(params, (), schema.SORT_KEYS)
         filters = {'instance_uuid': instance}
+        if device_health:
+            # The workloads holding failed devices (admins: of every
+            # project).
+            filters['device_health'] = device_health
         if bind_state and not instance:
             filters['states'] = list(states.RESOLVED)
         arqs = pecan.request.conductor_api.list_arqs(
@@ -142,6 +152,21 @@ class AcceleratorRequestsController(rest.RestController):
         else:
             api.unbind_arqs(pecan.request.context, arg)
         pecan.response.status = 202
+
+    @pecan.expose('json')
+    def schedule(self, uuid):
+        """Bind without Nova (ours): the conductor picks the deployable
+        (on ``hostname`` if given); 202 with the ARQ, BindStarted, which
+        ends Bound or BindFailed as a Nova binding does."""
+        policy.authorize('cyborg:arq:schedule', pecan.request.context)
+        _require_uuids('uuid', [uuid])
+        body = validation.body(pecan.request, schema.SCHEDULE)
+        arq = pecan.request.conductor_api.schedule_arq(
+            pecan.request.context, uuid, body['instance_uuid'],
+            hostname=body.get('hostname'),
+            preferences=body.get('preferences'))
+        pecan.response.status = 202
+        return _view(arq)
 
     @pecan.expose('json')
     def delete(self, uuid=None, arqs=None, instance=None):

@@ -14,11 +14,9 @@ from cyborg_like.api import policy
 from cyborg_like.api import validation
 from cyborg_like.api.controllers import listing
 from cyborg_like.api.schemas import bitstreams as schema
-from cyborg_like.catalog import store as store_lib
 from cyborg_like.catalog import upload
 from cyborg_like.common import exception
 from cyborg_like.common import listing as fields
-from cyborg_like.conf import CONF
 
 RESOURCE = 'bitstreams'
 # app.STREAM_LENGTH (the app module imports the controllers).
@@ -28,21 +26,12 @@ _FIELDS = ('uuid', 'name', 'description', 'kind', 'vendor', 'board',
            'function_version', 'status', 'status_reason', 'size', 'sha256',
            'project_id', 'created_at', 'updated_at')
 _SHA256 = re.compile(r'^[0-9a-f]{64}\Z')
-_stores = {}
 
 
 def _view(image):
     shown = {k: image[k] for k in _FIELDS}
     shown['links'] = listing.self_link(RESOURCE, image['uuid'])
     return shown
-
-
-def store(name=None):
-    """A store by name (default: the configured one), loaded once."""
-    name = name or CONF.catalog.store
-    if name not in _stores:
-        _stores[name] = store_lib.load(CONF, name)
-    return _stores[name]
 
 
 class BitstreamsController(rest.RestController):
@@ -90,7 +79,8 @@ class BitstreamsController(rest.RestController):
         policy.authorize('cyborg:bitstream:delete', context, policy.CLOUD)
         found = pecan.request.conductor_api.delete_bitstream(context, uuid)
         if found['location']:
-            store(found['store']).delete(found['location'])
+            pecan.request.stores.get(found['store']).delete(
+                found['location'])
         pecan.response.status = 204
 
     @pecan.expose('json')
@@ -100,14 +90,15 @@ class BitstreamsController(rest.RestController):
         context = pecan.request.context
         policy.authorize('cyborg:bitstream:upload', context, policy.CLOUD)
         request = pecan.request
-        limit = CONF.catalog.max_image_size
+        limit = request.conf.catalog.max_image_size
         length = request.content_length
         if length is not None and length > limit:
             raise exception.ImageTooLarge(limit=limit)
         if length == 0:
             raise exception.Invalid('The image data is empty.')
         stream = upload.CountingStream(request.body_file, length, limit)
-        image = upload.receive(request.conductor_api, context, store(),
+        image = upload.receive(request.conductor_api, context,
+                               request.stores.get(),
                                uuid, stream, _client_sha256(request))
         return _view(image)
 
@@ -122,7 +113,8 @@ class BitstreamsController(rest.RestController):
         if image['status'] != 'active':
             raise exception.BitstreamBadState(
                 uuid=uuid, status=image['status'], expected='active')
-        chunks = store(image['store']).open(image['location'])
+        chunks = pecan.request.stores.get(image['store']).open(
+            image['location'])
         response = webob.Response(
             app_iter=chunks, content_type='application/octet-stream',
             content_length=image['size'], charset=None)

@@ -33,7 +33,8 @@ def _view(device):
 
 class DevicesController(rest.RestController):
     _custom_actions = {'disable': ['POST'], 'enable': ['POST'],
-                       'health': ['GET'], 'firmware': ['POST']}
+                       'health': ['GET'], 'firmware': ['POST'],
+                       'mig_layout': ['POST']}
 
     @pecan.expose('json')
     def get_all(self, **params):
@@ -83,10 +84,24 @@ class DevicesController(rest.RestController):
         policy.authorize('cyborg:device:firmware', pecan.request.context,
                          policy.CLOUD)
         body = validation.body(pecan.request, schema.FIRMWARE)
-        started = pecan.request.conductor_api.flash_device_firmware(
+        return _accepted(pecan.request.conductor_api.flash_device_firmware(
             pecan.request.context, uuid,
-            metadata.normalized_uuid(body['image_uuid']))
-        operation = operations.view(started['operation'])
-        pecan.response.status = 202
-        pecan.response.headers['Location'] = operation['links'][0]['href']
-        return {'device': _view(started['device']), 'operation': operation}
+            metadata.normalized_uuid(body['image_uuid'])))
+
+    @pecan.expose('json')
+    def mig_layout(self, uuid):
+        """Cut a GPU into the MIG devices of a layout (ours): 202 and the
+        operation to poll; the GPU is drained meanwhile."""
+        policy.authorize('cyborg:device:mig_layout', pecan.request.context,
+                         policy.CLOUD)
+        body = validation.body(pecan.request, schema.MIG_LAYOUT)
+        return _accepted(pecan.request.conductor_api.apply_mig_layout(
+            pecan.request.context, uuid, body['layout']))
+
+
+def _accepted(started):
+    """202 with the drained device and the operation working on it."""
+    operation = operations.view(started['operation'])
+    pecan.response.status = 202
+    pecan.response.headers['Location'] = operation['links'][0]['href']
+    return {'device': _view(started['device']), 'operation': operation}

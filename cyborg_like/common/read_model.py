@@ -1,0 +1,35 @@
+"""The read model's wire contract, shared by the conductor and the API.
+
+The conductor keeps a generation per resource family in the database,
+bumped in the same transaction as any change to the family's tables
+(``db/generations.py``), and casts each committed bump to every API process
+on a fanout topic. An API process serves lists and shows of a family from
+memory while its copy is at the family's generation (``api/read_model.py``;
+the protocol is in docs/design.md, "The read model").
+
+History of the fanout API (``generations_changed``):
+
+* 1.0 - generations_changed(generations): {family: generation} after a
+        commit that changed those families
+"""
+
+TOPIC = 'cyborg_like-read-model'
+VERSION = '1.0'
+
+DEVICES = 'devices'
+# Deployables with their attributes (/v2/deployables shows them, and
+# /v2/attributes lists them): one family, one generation.
+DEPLOYABLES = 'deployables'
+DEVICE_PROFILES = 'device_profiles'
+FAMILIES = (DEVICES, DEPLOYABLES, DEVICE_PROFILES)
+
+# The tables of each family: a write to any of them bumps its generation.
+TABLES = {
+    'devices': DEVICES,
+    'deployables': DEPLOYABLES,
+    'attributes': DEPLOYABLES,
+    'device_profiles': DEVICE_PROFILES,
+}
+# A deleted row of these takes rows of other families with it (ON DELETE
+# CASCADE in the schema): deleting a device deletes its deployables.
+CASCADES = {'devices': (DEPLOYABLES,)}

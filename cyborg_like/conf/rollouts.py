@@ -1,0 +1,29 @@
+"""[rollouts]: fleet rollouts of bitstreams in waves (docs/rollouts.md)."""
+
+from oslo_config import cfg
+
+GROUP = 'rollouts'
+
+opts = [
+    cfg.FloatOpt('interval',
+                 default=10, min=0.05,
+                 help='Seconds between steps of the rollout periodic of '
+                      'each conductor. A step of each rollout the '
+                      'conductor owns records the operations that ended, '
+                      'applies the health gate, stops the rollout on a '
+                      'canary failure or a spent failure budget, begins '
+                      'the next wave and starts targets within '
+                      'max_unavailable. It also takes over the rollouts '
+                      'of conductors silent for [conductor] '
+                      'service_down_after. A rollout moves at most one '
+                      'wave per step, and a target that finished waits up '
+                      'to one interval before its gate is checked.'),
+]
+
+
+def register_opts(conf):
+    conf.register_opts(opts, group=GROUP)
+
+
+def list_opts():
+    return {GROUP: opts}

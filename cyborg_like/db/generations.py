@@ -1,0 +1,115 @@
+"""Generations of the read model's families, and their snapshots.
+
+Any statement that writes a table of a family (``common/read_model.py``
+TABLES), whichever way it was built (ORM, Core, SQL text), is seen on its
+way to the database by an engine listener; ``writer()`` then bumps the
+generation of each family written, in ``read_generations``, as the last
+step of the same transaction, and hands the new generations to the
+subscribers (the conductor's publisher) once the transaction committed.
+Generations therefore increase in commit order, survive restarts, and are
+shared by every conductor on the database.
+"""
+
+import contextlib
+import re
+import threading
+
+import sqlalchemy as sa
+
+from cyborg_like.common import read_model
+from cyborg_like.db import models
+
+# INSERT INTO t, UPDATE t, DELETE FROM t (quoted or not, any case).
+_WRITE = re.compile(
+    r'^\s*(INSERT\s+(?:IGNORE\s+)?INTO|UPDATE|DELETE\s+FROM)\s+[`"]?(\w+)',
+    re.IGNORECASE)
+_LOCAL = threading.local()
+_SUBSCRIBERS = []
+GEN = models.ReadGeneration
+
+
+def track(engine):
+    """Install the listener that notes the families a writer changes."""
+    sa.event.listen(engine, 'before_cursor_execute', _seen)
+
+
+def _seen(conn, cursor, statement, parameters, context, executemany):
+    stack = getattr(_LOCAL, 'stack', None)
+    if not stack:
+        return      # not in a writer: a read, or a migration
+    match = _WRITE.match(statement)
+    if match is None:
+        return
+    table = match.group(2).lower()
+    family = read_model.TABLES.get(table)
+    if family is not None:
+        stack[-1].add(family)
+        if match.group(1).upper().startswith('DELETE'):
+            stack[-1].update(read_model.CASCADES.get(table, ()))
+
+
+@contextlib.contextmanager
+def unserved():
+    """Writes inside change only columns no family serves (the readings a
+    heartbeat writes on devices: health and utilization, which the API
+    reads over RPC): they bump nothing, so a heartbeat flush every second
+    does not make every API process re-read every device."""
+    stack = getattr(_LOCAL, 'stack', None)
+    before = set(stack[-1]) if stack else None
+    try:
+        yield
+    finally:
+        if stack:
+            stack[-1].intersection_update(before)
+
+
+def begin():
+    """A writer's transaction starts (writers may nest, each its own)."""
+    if not hasattr(_LOCAL, 'stack'):
+        _LOCAL.stack = []
+    _LOCAL.stack.append(set())
+    _LOCAL.bumped = None
+
+
+def bump(session):
+    """Last step of a writer's transaction: bump the generations of the
+    families it wrote; returns them as {family: generation}."""
+    session.flush()     # what the ORM still holds is written, and seen
+    families = sorted(_LOCAL.stack[-1])
+    if not families:
+        return {}
+    # Sorted: two writers lock the rows in one order (no deadlock).
+    for family in families:
+        done = session.execute(
+            sa.update(GEN).where(GEN.family == family)
+            .values(generation=GEN.generation + 1))
+        if done.rowcount == 0:
+            session.execute(sa.insert(GEN).values(family=family,
+                                                  generation=1))
+    return dict(session.execute(
+        sa.select(GEN.family, GEN.generation)
+        .where(GEN.family.in_(families))).all())
+
+
+def end(committed, generations):
+    """The writer's transaction ended; subscribers hear of what it
+    committed. A subscriber's failure never fails the (committed) write."""
+    _LOCAL.stack.pop()
+    if committed and generations:
+        for subscriber in list(_SUBSCRIBERS):
+            subscriber(generations)
+
+
+def subscribe(callback):
+    _SUBSCRIBERS.append(callback)
+
+
+def unsubscribe(callback):
+    if callback in _SUBSCRIBERS:
+        _SUBSCRIBERS.remove(callback)
+
+
+def current(session):
+    found = dict(session.execute(
+        sa.select(GEN.family, GEN.generation)).all())
+    return {family: found.get(family, 0) for family in read_model.FAMILIES}

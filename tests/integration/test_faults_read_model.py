@@ -1,0 +1,70 @@
+"""The API's read model over RabbitMQ and a real database: a change whose
+announcement is lost is caught up by generation; generations outlive a
+conductor restart (docs/faults.md, "The read model")."""
+
+import time
+
+import sqlalchemy as sa
+
+from .infra import wait_for
+
+# [api] read_model_check_interval by default: a lost announcement is
+# caught up by the next confirmation, within twice this (docs/design.md).
+CHECK_INTERVAL = 2.0
+
+
+def _served(dep, path):
+    """The body of ``path`` once the API's copy answers it (its ETag)."""
+    resp = dep.get(path)
+    assert resp.status_code == 200, resp.text
+    return resp.json() if resp.headers.get('ETag') else None
+
+
+def test_a_change_never_announced_is_found_by_generation(deployment):
+    dep = deployment
+    wait_for(lambda: _served(dep, '/v2/devices'), timeout=30,
+             message='The API never answered from its read model')
+    device = _served(dep, '/v2/devices')['devices'][0]
+    # A conductor that committed and died before its announcement: the
+    # change and its generation are in the database, no cast was sent.
+    with dep.engine.begin() as conn:
+        conn.execute(sa.text(
+            "UPDATE devices SET model = 'Renamed' WHERE uuid = :uuid"),
+            {'uuid': device['uuid']})
+        conn.execute(sa.text(
+            "UPDATE read_generations SET generation = generation + 1 "
+            "WHERE family = 'devices'"))
+    changed = time.monotonic()
+    wait_for(lambda: (_served(dep, '/v2/devices/%s' % device['uuid'])
+                      or {}).get('model') == 'Renamed',
+             timeout=30, message='The read model did not catch up')
+    assert time.monotonic() - changed < 2 * CHECK_INTERVAL + 3
+
+
+def test_generations_go_on_after_a_conductor_restart(deployment):
+    dep = deployment
+    with dep.engine.connect() as conn:
+        before = conn.execute(sa.text(
+            "SELECT generation FROM read_generations "
+            "WHERE family = 'device_profiles'")).scalar()
+    dep.stop('conductor')
+    dep.start('conductor')
+    wait_for(lambda: dep.get('/v2/accelerator_requests').status_code == 200,
+             timeout=60, message='The conductor did not come back')
+    dep.call('POST', '/v2/device_profiles', {
+        'name': 'after-restart', 'groups': [{'resources:PGPU': '1'}]}, 201)
+    # Read back at once (read-your-writes), and announced: the copy
+    # serves it too.
+    names = [p['name'] for p in dep.get('/v2/device_profiles').json()[
+        'device_profiles']]
+    assert 'after-restart' in names
+    wait_for(lambda: 'after-restart' in [
+        p['name'] for p in (_served(dep, '/v2/device_profiles') or {}).get(
+            'device_profiles', [])], timeout=30,
+        message='The read model did not get the new profile')
+    with dep.engine.connect() as conn:
+        after = conn.execute(sa.text(
+            "SELECT generation FROM read_generations "
+            "WHERE family = 'device_profiles'")).scalar()
+    assert after == before + 1
+    dep.call('DELETE', '/v2/device_profiles/after-restart', None, 204)

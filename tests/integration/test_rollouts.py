@@ -1,0 +1,119 @@
+"""A rollout carried on by another conductor when its owner is killed
+(SIGKILL) in the middle, with two conductor processes over RabbitMQ and
+MariaDB/PostgreSQL; no region is changed twice.
+
+Eight regions (four FPGAs of two regions) hold ``bs-old``; the rollout
+programs ``bs-new``, which takes SLOW_SECONDS, one region at a time after
+a canary. Once the canary passed, the conductor owning the rollout is
+killed: the other takes the rollout over within the liveness bound and
+finishes it. The region whose programming the killed conductor was
+carrying is failed by the liveness sweep (its operation's conductor
+stopped) and counted against the failure budget; every other region is
+done, and the database shows one program operation per region.
+"""
+
+import os
+import time
+
+import pytest
+import sqlalchemy as sa
+
+from .infra import BACKENDS
+from .infra import CONDUCTOR_BOUND
+from .infra import LIVENESS
+from .infra import running_deployment
+from .infra import wait_for
+
+pytestmark = pytest.mark.integration
+
+SLOW_SECONDS = 1
+FPGAS = 4
+REGIONS = 2 * FPGAS
+INVENTORY = {'devices': [
+    {'type': 'FPGA', 'vendor': '0x8086', 'model': 'PAC Arria 10 GX',
+     'pci_address': '0000:%02x:00.0' % (0x5e + n),
+     'std_board_info': {'device_id': '0x09c4', 'class': 'Fuzzy FPGA'},
+     'deployables': [
+         {'name': 'region%d' % r, 'bitstream_id': 'bs-old',
+          'attributes': {'rc': 'FPGA', 'trait0': 'CUSTOM_FPGA_INTEL'},
+          'pci_functions': ['0000:%02x:00.%d' % (0x5e + n, r + 1)]}
+         for r in range(2)]}
+    for n in range(FPGAS)]}
+
+
+@pytest.fixture(scope='module', params=BACKENDS)
+def deployment(request, tmp_path_factory):
+    workdir = str(tmp_path_factory.mktemp('rollouts-%s' % request.param))
+    bitstreams = os.path.join(workdir, 'bitstreams')
+    os.mkdir(bitstreams)
+    for name, content in (('bs-old', 'GBS old\n'),
+                          ('bs-new', 'SLEEP %d\n' % SLOW_SECONDS)):
+        with open(os.path.join(bitstreams, name), 'w') as f:
+            f.write(content)
+    with running_deployment(
+            request.param, workdir, conductors=2, inventory=INVENTORY,
+            extra_config=LIVENESS + '[rollouts]\ninterval = 0.5\n',
+            agent_config='[agent]\nbitstream_dir = %s\n' % bitstreams,
+            wait_for_devices=lambda devices: len(devices) == FPGAS) as dep:
+        dep.wait_host_up()
+        yield dep
+
+
+def _rollout(dep, uuid):
+    return dep.call('GET', '/v2/rollouts/%s' % uuid, timeout=30).json()
+
+
+def _owner(dep, uuid):
+    with dep.engine.connect() as conn:
+        return conn.execute(sa.text(
+            'SELECT c.hostname FROM rollouts r JOIN conductors c '
+            'ON c.uuid = r.conductor_uuid WHERE r.uuid = :u'),
+            {'u': uuid}).scalar()
+
+
+def test_killed_owner_is_taken_over_and_no_region_changes_twice(deployment):
+    dep = deployment
+    rollout = dep.call('POST', '/v2/rollouts', {
+        'kind': 'bitstream', 'image': 'bs-new',
+        'strategy': {'canary': 1, 'waves': [3], 'max_unavailable': 1,
+                     'failure_budget': 1}}, 201, timeout=30).json()
+    uuid = rollout['uuid']
+    owner_host = _owner(dep, uuid)
+    owner = next(name for name, host in dep.conductor_hosts.items()
+                 if host == owner_host)
+    # Past the canary, with a region under way.
+    wait_for(lambda: _rollout(dep, uuid)['current_wave'] >= 1 and
+             _rollout(dep, uuid)['targets'].get('in_progress'),
+             timeout=60, message='the rollout never passed its canary')
+    dep.services[owner].kill()
+    killed = time.monotonic()
+    wait_for(lambda: _owner(dep, uuid) not in (None, owner_host),
+             timeout=CONDUCTOR_BOUND, interval=0.1,
+             message='no conductor took the rollout over')
+    print('rollout taken over %.1fs after its owner was killed'
+          % (time.monotonic() - killed))
+    wait_for(lambda: _rollout(dep, uuid)['state'] != 'running',
+             timeout=120, message='the rollout never ended')
+    done = _rollout(dep, uuid)
+    dep.services[owner].start()
+    assert done['state'] == 'succeeded', done
+    # At most the one region under way at the kill failed (its conductor
+    # stopped); all the others are done.
+    assert done['targets'].get('failed', 0) <= 1, done
+    assert done['targets']['done'] + done['targets'].get('failed', 0) == \
+        REGIONS, done
+    with dep.engine.connect() as conn:
+        per_region = conn.execute(sa.text(
+            "SELECT o.target_uuid, count(*) FROM operations o "
+            "JOIN rollout_targets t ON t.operation_uuid = o.uuid "
+            "OR t.target_uuid = o.target_uuid "
+            "JOIN rollouts r ON r.id = t.rollout_id "
+            "WHERE r.uuid = :u AND o.type = 'program' "
+            "GROUP BY o.target_uuid"), {'u': uuid}).all()
+        failed = conn.execute(sa.text(
+            "SELECT t.reason FROM rollout_targets t JOIN rollouts r "
+            "ON r.id = t.rollout_id WHERE r.uuid = :u AND "
+            "t.state = 'failed'"), {'u': uuid}).scalars().all()
+    assert len(per_region) == REGIONS
+    assert all(count == 1 for _target, count in per_region), per_region
+    assert all('conductor stopped' in reason for reason in failed), failed

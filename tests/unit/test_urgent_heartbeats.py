@@ -1,0 +1,81 @@
+"""Urgent heartbeats: the RPC version cap (a conductor before 1.13 gets a
+plain heartbeat) and the agent's coalescing of urgent beats."""
+
+import threading
+import time
+
+import oslo_messaging as messaging
+import pytest
+
+from cyborg_like.agent import resource_tracker
+from cyborg_like.common import context
+from cyborg_like.conductor import rpcapi as conductor_rpcapi
+
+
+class OldConductor:
+    """A 1.12 conductor: its heartbeat knows no ``urgent``."""
+
+    target = messaging.Target(version='1.12')
+
+    def __init__(self):
+        self.beats = []
+
+    def heartbeat(self, ctxt, host, agent_version, inventory_hash,
+                  health=None):
+        self.beats.append((host, health))
+
+
+class NewConductor(OldConductor):
+    target = messaging.Target(version='1.13')
+
+    def heartbeat(self, ctxt, host, agent_version, inventory_hash,
+                  health=None, urgent=False):
+        self.beats.append((host, health, urgent))
+
+
+@pytest.mark.parametrize('endpoint, cap, expected', [
+    (OldConductor, '1.12', ('h1', [{'x': 1}])),
+    (NewConductor, None, ('h1', [{'x': 1}], True)),
+])
+def test_urgent_goes_only_to_conductors_that_know_it(
+        serve, conductor_cap, endpoint, cap, expected):
+    conductor = endpoint()
+    serve(conductor)
+    if cap:
+        conductor_cap(cap)
+    api = conductor_rpcapi.ConductorAPI(timeout=5)
+    api.heartbeat(context.get_admin_context(), 'h1', '1.2', 'hash',
+                  [{'x': 1}], urgent=True)
+    assert conductor.beats == [expected]
+
+
+def test_urgent_beats_are_coalesced_and_spaced(monkeypatch):
+    monkeypatch.setattr(resource_tracker, 'URGENT_MIN_SPACING', 0.2)
+    sent, release = [], threading.Event()
+
+    def send():
+        sent.append(time.monotonic())
+        release.wait(5)
+    beats = resource_tracker._UrgentBeats(send)
+    beats.start()
+    try:
+        beats.want()
+        deadline = time.monotonic() + 5
+        while not sent and time.monotonic() < deadline:
+            time.sleep(0.01)
+        for _ in range(100):        # a storm while one beat is in flight
+            beats.want()
+        release.set()
+        time.sleep(0.6)
+    finally:
+        beats.stop()
+    assert len(sent) == 2           # the one in flight, one for the storm
+    assert sent[1] - sent[0] >= 0.2
+
+
+def test_stopping_urgent_beats_never_started_or_twice():
+    beats = resource_tracker._UrgentBeats(lambda: None)
+    beats.stop()
+    beats.start()
+    beats.stop()
+    beats.stop()
