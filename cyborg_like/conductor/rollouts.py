@@ -61,9 +61,12 @@ class Rollouts:
             # A driver family's version, kept as the rollout's image.
             values = dict(
                 {k: v for k, v in values.items()
-                 if k not in ('driver', 'version')},
+                 if k not in ('driver', 'version', 'parameters',
+                              'timeout')},
                 image=rollouts.driver_image(values['driver'],
-                                            values['version']))
+                                            values['version']),
+                options={k: values[k] for k in ('parameters', 'timeout')
+                         if values.get(k)})
         if dry_run:
             return dict(rollouts.plan(values['kind'], values['image'],
                                       values.get('selector') or {},
@@ -164,7 +167,8 @@ class Rollouts:
                            % ('' if skip else ' past wait_timeout'))
         self._launch(rollout, chosen, lambda target_id: rollouts.begin(
             target_id, rollout['kind'], rollout['image'],
-            rollout['project_id'], self.conductor_uuid, now, force=include))
+            rollout['project_id'], self.conductor_uuid, now, force=include,
+            options=rollout['options']))
 
     def _launch(self, rollout, target_ids, begin):
         context = context_lib.get_admin_context()

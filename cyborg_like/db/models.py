@@ -533,6 +533,9 @@ class Rollout(TimestampMixin, Base):
     image: orm.Mapped[str] = orm.mapped_column(sa.String(255))
     selector: orm.Mapped[str] = orm.mapped_column(sa.Text)      # JSON
     strategy: orm.Mapped[str] = orm.mapped_column(sa.Text)      # JSON
+    # Driver rollouts: what each host's driver operation gets beside the
+    # version (JSON: ``parameters`` of the family, ``timeout``).
+    operation_options: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
     state: orm.Mapped[str] = orm.mapped_column(sa.String(16))
     # The conductor driving it; another takes it over when this one stops
     # heartbeating (db/rollouts.py ``claim``).

@@ -47,6 +47,9 @@ TARGET_KINDS = {BITSTREAM: 'deployable', FIRMWARE: 'device', DRIVER: 'host'}
 PROGRAMMABLE_TYPES = ('FPGA',)
 # What a rollout does with targets a workload holds.
 SKIP, WAIT, INCLUDE = 'skip', 'wait', 'include'
+# Driver parameters that name one version's package file: not reused to
+# install another version (a rollback's).
+DEB_PATH_KEYS = ('deb_path', 'vgpu_manager_deb_path')
 
 DEFAULT_STRATEGY = {
     'canary': 1, 'waves': ['100%'], 'max_unavailable': 1,
@@ -252,6 +255,7 @@ def create(values, project_id, conductor_uuid, now):
                      kind=values['kind'], image=values['image'],
                      selector=json.dumps(selector, sort_keys=True),
                      strategy=json.dumps(resolved, sort_keys=True),
+                     operation_options=_dumped(values.get('options')),
                      state=states.ROLLOUT_RUNNING,
                      conductor_uuid=conductor_uuid, current_wave=0,
                      wave_started_at=now, waves=resolved['waves_total'],
@@ -266,6 +270,10 @@ def create(values, project_id, conductor_uuid, now):
                       chosen.c.uuid, chosen.c.device_id, chosen.c.hostname,
                       wave, sa.literal(states.TARGET_PENDING))))
         return _view(session, rollout)
+
+
+def _dumped(options):
+    return json.dumps(options, sort_keys=True) if options else None
 
 
 def _check_workloads(kind, strategy):
@@ -313,7 +321,14 @@ def _view(session, rollout, counts=None):
     found = _plain_view(rollout, counts)
     if rollout.kind == DRIVER:
         found['driver'], found['version'] = driver_of(rollout.image)
+        found.update(_options(rollout))
     return found
+
+
+def _options(rollout):
+    """A driver rollout's ``parameters`` and ``timeout``."""
+    return dict({'parameters': {}, 'timeout': None},
+                **json.loads(rollout.operation_options or '{}'))
 
 
 def _plain_view(rollout, counts):
@@ -627,7 +642,7 @@ def _owned(rollout_id, conductor_uuid, rollout_states):
 
 
 def begin(target_id, kind, image, project_id, conductor_uuid, now,
-          force=False):
+          force=False, options=None):
     """Start the change of one target: in one transaction, the target's
     conditional update to in_progress (only while this conductor owns the
     running rollout), its last-known-good, and the program operation.
@@ -659,7 +674,8 @@ def begin(target_id, kind, image, project_id, conductor_uuid, now,
         if not changed:
             return None
         job, operation = _start(session, kind, target.target_uuid, image,
-                                project_id, conductor_uuid, force=force)
+                                project_id, conductor_uuid, force=force,
+                                options=options)
         session.execute(sa.update(RT).where(RT.id == target_id).values(
             operation_uuid=operation['uuid'],
             applied={FIRMWARE: image, DRIVER: driver_of(image)[1]}.get(
@@ -677,17 +693,18 @@ def includes_busy(kind, strategy):
 
 
 def _start(session, kind, target_uuid, image, project_id, conductor_uuid,
-           force=False):
+           force=False, options=None):
     """The existing operation that applies ``image`` to the target, within
     the caller's transaction: (agent job, operation); ``force``: a driver
-    operation over the workloads that hold the host's devices."""
+    operation over the workloads that hold the host's devices;
+    ``options``: a driver rollout's parameters and timeout."""
     if kind == FIRMWARE:
         job, operation, _device = firmware.flash_in(
             session, target_uuid, image, project_id, conductor_uuid)
     elif kind == DRIVER:
         operation, job = driver_operations.start_in(
             session, target_uuid, _driver_request(session, target_uuid,
-                                                  image, force),
+                                                  image, force, options),
             project_id, conductor_uuid)
     else:
         job, operation, _dep = deployables.program_in(
@@ -701,22 +718,32 @@ def _host_version(session, hostname, family):
     return (json.loads(text) if text else {}).get(family)
 
 
-def _driver_request(session, hostname, image, force=False):
+def _driver_request(session, hostname, image, force=False, options=None):
     """The driver operation that puts ``image`` (``<family>=<version>``,
     or ``<family>=``: none) on the host: install when the host's record
     has no version of the family, upgrade over one, remove for none.
     Never waiting; forced only for ``workloads: include``, else a host a
     workload holds is refused, as by the API (the rollout skips or waits
-    for it)."""
+    for it). ``options``: the rollout's ``parameters`` (for an install or
+    upgrade to another version than the rollout's, a rollback's, those
+    that name one version's file are left out: DEB_PATH_KEYS) and
+    ``timeout``."""
     family, version = driver_of(image)
+    options = options or {}
     extra = {'force': True} if force else {}
+    if options.get('timeout'):
+        extra['timeout'] = options['timeout']
     if not version:
         return dict(extra, family=family, action=driver_families.REMOVE,
                     parameters={})
+    parameters = dict(options.get('parameters') or {})
+    if version != options.get('version'):
+        for key in DEB_PATH_KEYS:
+            parameters.pop(key, None)
     action = driver_families.UPGRADE if _host_version(
         session, hostname, family) else driver_families.INSTALL
     return dict(extra, family=family, action=action,
-                parameters={'version': version})
+                parameters=dict(parameters, version=version))
 
 
 def _restorable(session, current):
@@ -789,7 +816,8 @@ def begin_revert(target_id, kind, project_id, conductor_uuid, now):
         job, operation = _start(session, kind, target.target_uuid, image,
                                 project_id, conductor_uuid,
                                 force=includes_busy(
-                                    kind, json.loads(rollout.strategy)))
+                                    kind, json.loads(rollout.strategy)),
+                                options=_begin_options(rollout))
         session.execute(sa.update(RT).where(RT.id == target_id).values(
             rollback_operation_uuid=operation['uuid'])
             .execution_options(synchronize_session=False))
@@ -818,7 +846,16 @@ def load(rollout_id):
                 'strategy': json.loads(rollout.strategy),
                 'current_wave': rollout.current_wave,
                 'wave_started_at': rollout.wave_started_at,
-                'waves': rollout.waves, 'project_id': rollout.project_id}
+                'waves': rollout.waves, 'project_id': rollout.project_id,
+                'options': _begin_options(rollout)}
+
+
+def _begin_options(rollout):
+    """What ``begin`` passes on to a driver target's operation: the
+    rollout's options and its version (to tell a rollback's version)."""
+    if rollout.kind != DRIVER:
+        return None
+    return dict(_options(rollout), version=driver_of(rollout.image)[1])
 
 
 def ended_operations(rollout_uuid):

@@ -245,6 +245,26 @@ def test_rollout_dry_run_create_pause_resume_abort(cli, cyborg):
     _out, error = cli.fails('rollout', 'create', '--kind', 'driver',
                             'bs-cli')
     assert 'takes --driver and --driver-version' in error, error
+    # The family's parameters and the playbook timeout, typed as JSON.
+    driver = cli.json('rollout', 'create', '--kind', 'driver', '--driver',
+                      'nvidia', '--driver-version', '2.0', '--device-type',
+                      'GPU', '--parameter', 'vgpu_manager=true',
+                      '--parameter', 'expected_devices=2',
+                      '--parameter', 'package=nvidia-driver',
+                      '--operation-timeout', '1800', '--canary', '1')
+    assert (driver['parameters'], driver['timeout']) == (
+        {'vgpu_manager': True, 'expected_devices': 2,
+         'package': 'nvidia-driver'}, 1800)
+    assert cli.json('rollout', 'abort', driver['uuid'])['state'] == \
+        'aborted'
+    _out, error = cli.fails('rollout', 'create', '--kind', 'driver',
+                            '--driver', 'opae', '--driver-version', '2.0',
+                            '--parameter', 'vgpu_manager=true')
+    assert error.startswith('HTTP 400'), error
+    assert 'vgpu_manager' in error, error
+    _out, error = cli.fails('rollout', 'create', 'bs-cli', '--parameter',
+                            'package=x')
+    assert 'no --driver, --driver-version, --parameter' in error, error
 
 
 def test_os_endpoint_variable_alone_means_no_auth(cyborg):

@@ -641,6 +641,58 @@ def test_driver_canary_failure_stops_and_rolls_back(driver_cloud):
     assert not _host(cloud, canary_host)['drained_devices']
 
 
+def _operation_requests(uuid):
+    """(type, hostname, parameters, timeout) of the driver operations a
+    rollout ran, in the order they were started."""
+    from cyborg_like.db import api as db_api
+    from cyborg_like.db import models
+    from cyborg_like.db import rollouts as rollout_db
+    uuids = [u for u, _t, _s, _e in rollout_db.ended_operations(uuid)]
+    with db_api.reader() as session:
+        rows = session.query(models.Operation).filter(
+            models.Operation.uuid.in_(uuids)).all()
+        rows.sort(key=lambda o: (o.created_at, o.hostname))
+        return [(o.type, o.hostname, json.loads(o.params)['parameters'],
+                 json.loads(o.params).get('timeout')) for o in rows]
+
+
+def test_driver_rollout_parameters_reach_every_operation(driver_cloud):
+    cloud = driver_cloud
+    repository = 'deb https://example.invalid/nvidia bookworm main'
+    first = _driver_rollout(cloud, '2.0', {'canary': 1, 'waves': ['100%'],
+                                           'max_unavailable': 5},
+                            parameters={'apt_repository': repository,
+                                        'vgpu_manager': True},
+                            timeout=900)
+    assert (first['parameters'], first['timeout']) == (
+        {'apt_repository': repository, 'vgpu_manager': True}, 900)
+    assert _ended(cloud, first['uuid'], timeout=120)['state'] == 'succeeded'
+    assert sorted(_operation_requests(first['uuid']),
+                  key=lambda r: r[1]) == [
+        ('driver_install', h, {'apt_repository': repository,
+                               'vgpu_manager': True, 'version': '2.0'}, 900)
+        for h in sorted(HOSTS)]
+    # A .deb names one version's package: the canary's failed upgrade to
+    # 3.0 gets it, the rollback's upgrade back to 2.0 does not (the other
+    # parameters stay).
+    canary_host = sorted(HOSTS)[0]
+    (cloud.drivers / 'behaviour.json').write_text(json.dumps({
+        'fail_task': 'Load the driver', 'fail_hosts': [canary_host],
+        'fail_versions': ['3.0']}))
+    second = _driver_rollout(cloud, '3.0', {'canary': 1, 'waves': ['100%']},
+                             parameters={'deb_path': '/srv/nvidia-3.0.deb',
+                                         'package': 'nvidia-driver'})
+    assert second['timeout'] is None
+    assert _ended(cloud, second['uuid'], timeout=120)['state'] == 'failed'
+    assert _operation_requests(second['uuid']) == [
+        ('driver_upgrade', canary_host,
+         {'deb_path': '/srv/nvidia-3.0.deb', 'package': 'nvidia-driver',
+          'version': '3.0'}, None),
+        ('driver_upgrade', canary_host,
+         {'package': 'nvidia-driver', 'version': '2.0'}, None)]
+    assert _versions(cloud) == ['2.0'] * 5
+
+
 def test_driver_rollout_refusals(driver_cloud):
     cloud = driver_cloud
     for body in (
@@ -654,7 +706,23 @@ def test_driver_rollout_refusals(driver_cloud):
             {'kind': 'bitstream', 'image': 'bs-new',
              'selector': {'current_version': '1.0'}},
             {'kind': 'driver', 'driver': 'nvidia', 'version': '2.0',
-             'selector': {'hostnames': ['nowhere']}}):
+             'selector': {'hostnames': ['nowhere']}},
+            # Parameters and timeout are driver rollouts' own, checked
+            # against the family's schema; the version is the rollout's.
+            {'kind': 'bitstream', 'image': 'bs-new',
+             'parameters': {'package': 'x'}},
+            {'kind': 'bitstream', 'image': 'bs-new', 'timeout': 60},
+            {'kind': 'driver', 'driver': 'nvidia', 'version': '2.0',
+             'parameters': {'version': '3.0'}},
+            {'kind': 'driver', 'driver': 'opae', 'version': '2.0',
+             'parameters': {'vgpu_manager': True}},
+            {'kind': 'driver', 'driver': 'nvidia', 'version': '2.0',
+             'parameters': {'deb_path': 'relative.deb'}},
+            {'kind': 'driver', 'driver': 'nvidia', 'version': '2.0',
+             'parameters': {'deb_path': '/a.deb', 'apt_repository':
+                            'deb https://example.invalid/r x main'}},
+            {'kind': 'driver', 'driver': 'nvidia', 'version': '2.0',
+             'timeout': 0}):
         status, error = cloud.call('POST', '/v2/rollouts', body)
         assert status == 400, (body, error)
     status, page = cloud.call('GET', '/v2/rollouts?kind=driver')

@@ -72,6 +72,12 @@ CREATE = {
         'image': validation.text(36),
         'driver': {'enum': list(driver_vars.FAMILIES)},
         'version': driver_vars.VERSION,
+        # Driver rollouts: the family's parameters for each host's install
+        # or upgrade (DRIVER_PARAMETERS; version is the rollout's), and the
+        # time each host's playbook may take.
+        'parameters': {'type': 'object', 'maxProperties': 32,
+                       'not': {'required': ['version']}},
+        'timeout': {'type': 'integer', 'minimum': 1, 'maximum': 86400},
         'selector': SELECTOR,
         'strategy': STRATEGY,
         'dry_run': {'type': 'boolean'},
@@ -81,10 +87,21 @@ CREATE = {
     'then': {'required': ['driver', 'version'],
              'not': {'required': ['image']}},
     'else': {'required': ['image'],
-             'not': {'anyOf': [{'required': ['driver']},
-                               {'required': ['version']}]}},
+             'not': {'anyOf': [{'required': [name]} for name in (
+                 'driver', 'version', 'parameters', 'timeout')]}},
     'additionalProperties': False,
 }
+
+
+def driver_parameters(body):
+    """The schema a driver rollout's ``parameters`` (with its version)
+    must meet: the family's for an install (an upgrade takes the same).
+    """
+    return driver_vars.schema(body['driver'], driver_vars.INSTALL)
+
+
+def driver_parameters_value(body):
+    return dict(body.get('parameters') or {}, version=body['version'])
 
 STATES = ['running', 'paused', 'succeeded', 'rolling_back', 'failed',
           'aborted', 'manual_rollback', 'rolled_back']

@@ -10,7 +10,7 @@ from cyborg_like.cli import waiting
 FAMILIES = ('nvidia', 'opae', 'xrt')
 
 
-def _parameter(text):
+def parameter(text):
     key, sep, value = text.partition('=')
     if not sep or not key:
         raise osc_exc.CommandError(
@@ -32,7 +32,7 @@ class _DriverOperation(waiting.FailAfterOutput, common.ShowOne):
                                  'the newest matching one)')
         parser.add_argument(
             '--parameter', metavar='<key=value>', action='append',
-            default=[], type=_parameter,
+            default=[], type=parameter,
             help="One of the family's parameters (package, deb_path, "
                  'apt_repository, expected_devices, ...; see '
                  'docs/drivers-lifecycle.md); repeatable')
@@ -53,7 +53,7 @@ class _DriverOperation(waiting.FailAfterOutput, common.ShowOne):
 
     def take_action(self, args):
         body = {'action': self.action, 'family': args.family,
-                'parameters': _typed(dict(args.parameter))}
+                'parameters': typed(dict(args.parameter))}
         for key, value in (('version', args.driver_version),
                            ('wait_for_release', args.wait_for_release),
                            ('timeout', args.operation_timeout)):
@@ -66,7 +66,7 @@ class _DriverOperation(waiting.FailAfterOutput, common.ShowOne):
         return common.one(self.operation_result(operation, args))
 
 
-def _typed(parameters):
+def typed(parameters):
     """Numbers and booleans as JSON types; the API's schema checks them."""
     typed = {}
     for key, value in parameters.items():

@@ -6,6 +6,7 @@ back."""
 from osc_lib import exceptions as osc_exc
 
 from cyborg_like.cli import common
+from cyborg_like.cli.v2 import host_drivers
 from cyborg_like.common import states
 
 PATH = '/rollouts'
@@ -56,6 +57,18 @@ class CreateRollout(common.ShowOne):
         # client's version wherever it is.
         parser.add_argument('--driver-version', metavar='<version>',
                             help='--kind driver: the version applied')
+        parser.add_argument(
+            '--parameter', metavar='<key=value>', action='append',
+            default=[], type=host_drivers.parameter,
+            help="--kind driver: one of the family's parameters for each "
+                 "host's install or upgrade (package, apt_repository, "
+                 'vgpu_manager, ...; docs/drivers-lifecycle.md); '
+                 'repeatable')
+        parser.add_argument(
+            '--operation-timeout', type=int, metavar='<seconds>',
+            help="--kind driver: stop each host's playbook after "
+                 "<seconds> (default: the agent's [agent] "
+                 'playbook_timeout)')
         parser.add_argument('--device-type', metavar='<GPU|FPGA|...>',
                             help='--kind driver: only hosts with a device '
                                  'of this type')
@@ -123,10 +136,15 @@ class CreateRollout(common.ShowOne):
                     '--kind driver takes --driver and --driver-version, '
                     'no image.')
             body.update(driver=args.driver, version=args.driver_version)
-        elif args.image is None or args.driver or args.driver_version:
+            if args.parameter:
+                body['parameters'] = host_drivers.typed(dict(args.parameter))
+            if args.operation_timeout is not None:
+                body['timeout'] = args.operation_timeout
+        elif (args.image is None or args.driver or args.driver_version
+              or args.parameter or args.operation_timeout is not None):
             raise osc_exc.CommandError(
                 '--kind %s takes an image (and no --driver, '
-                '--driver-version).'
+                '--driver-version, --parameter, --operation-timeout).'
                 % args.kind)
         else:
             body['image'] = args.image

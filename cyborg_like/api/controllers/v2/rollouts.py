@@ -36,6 +36,10 @@ class RolloutsController(rest.RestController):
     def post(self):
         policy.authorize('cyborg:rollout:create', pecan.request.context)
         body = validation.body(pecan.request, schema.CREATE)
+        if body['kind'] == 'driver':
+            validation.validate(schema.driver_parameters(body),
+                                schema.driver_parameters_value(body),
+                                what='body')
         dry_run = body.pop('dry_run', False)
         found = pecan.request.conductor_api.create_rollout(
             pecan.request.context, body, dry_run=dry_run)

@@ -1,0 +1,21 @@
+"""Driver rollouts keep what each host's driver operation gets beyond the
+version: the family's parameters (package, repository, vGPU manager) and
+the operation's timeout.
+
+Revision ID: 0021
+Revises: 0020
+Create Date: 2026-11-26 08:00:00
+"""
+
+from alembic import op
+import sqlalchemy as sa
+
+revision = '0021'
+down_revision = '0020'
+branch_labels = None
+depends_on = None
+
+
+def upgrade():
+    with op.batch_alter_table('rollouts') as batch_op:
+        batch_op.add_column(sa.Column('operation_options', sa.Text))
