@@ -7,6 +7,7 @@ import json
 from oslo_utils import uuidutils
 import sqlalchemy as sa
 
+from cyborg_like.common import driver_families
 from cyborg_like.common import exception
 from cyborg_like.common import states
 from cyborg_like.db import api
@@ -15,6 +16,10 @@ from cyborg_like.db import hosts
 from cyborg_like.db import models
 
 OP = models.Operation
+
+# Why the liveness sweep failed an operation whose conductor stopped (a
+# rollout starts such a target again: db/rollouts.py).
+INTERRUPTED = 'The operation was interrupted (its conductor stopped).'
 
 
 def add(session, type_, target_uuid, project_id, conductor_uuid=None):
@@ -72,9 +77,15 @@ def fail_interrupted(conductor_down_after, host_down_after, older_than,
         (OP.hostname.in_(down),
          'The host went down during the operation.'),
         # NULL (a binding of a conductor older than liveness) is never
-        # "not in": only the age limit applies to it.
-        (OP.conductor_uuid.notin_(conductors.alive(conductor_down_after)),
-         'The operation was interrupted (its conductor stopped).'),
+        # "not in": only the age limit applies to it. A driver operation
+        # whose playbook runs is the agent's: it reports the end to any
+        # conductor, so only its host going down or the age limit ends it.
+        (sa.and_(OP.conductor_uuid.notin_(
+            conductors.alive(conductor_down_after)),
+            sa.not_(sa.and_(
+                OP.type.in_(driver_families.OPERATION_TYPES),
+                OP.state.in_((states.RUNNING, states.CANCELLING))))),
+         INTERRUPTED),
     ) + tuple(_too_old(older_than, older_than_by_type or {}))
     machine = states.OPERATION
     failed = []

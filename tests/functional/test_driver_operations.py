@@ -228,6 +228,44 @@ def test_cancel_mid_run_keeps_the_devices_drained(cloud, drivers):
     assert _error(body)['error_code'] == 'accel.operation.not_cancellable'
 
 
+def test_a_running_playbook_outlives_its_conductor(cloud, drivers):
+    """Once its playbook runs, a driver operation is the agent's: the
+    sweep does not fail it when the conductor that started it stops (the
+    agent reports the end to any conductor), and it succeeds."""
+    import sqlalchemy as sa
+
+    from cyborg_like.db import api as db_api
+    from cyborg_like.db import models
+    operation = _start(cloud, drivers, action='upgrade', family='nvidia',
+                       version='2.0', behaviour={'sleep_seconds': 3})
+    uuid = operation['uuid']
+    cloud.wait_for(lambda: _operation(cloud, uuid)['state'] ==
+                   states.RUNNING, timeout=30)
+    with db_api.writer() as session:
+        session.execute(sa.update(models.Operation).where(
+            models.Operation.uuid == uuid).values(
+                conductor_uuid='dead0000-0000-4000-8000-000000000000'))
+    cloud.services[0].manager._fail_interrupted_work()
+    assert _operation(cloud, uuid)['state'] == states.RUNNING
+    ended = _ended(cloud, uuid, timeout=60)
+    assert ended['state'] == states.SUCCEEDED, ended
+    assert _host(cloud)['drained_devices'] == []
+
+
+def test_a_pending_one_whose_conductor_stopped_is_failed(cloud, drivers):
+    """Accepted but not yet started (its conductor's worker would have
+    started the playbook): nobody will, so the sweep fails it."""
+    from cyborg_like.db import driver_operations
+    operation, _job = driver_operations.start(
+        HOST, {'family': 'nvidia', 'action': 'upgrade',
+               'parameters': {'version': '2.0'}}, 'p1',
+        'dead0000-0000-4000-8000-000000000000')
+    cloud.services[0].manager._fail_interrupted_work()
+    failed = _operation(cloud, operation['uuid'])
+    assert failed['state'] == states.FAILED
+    assert 'its conductor stopped' in failed['detail']
+
+
 def test_timeout_fails_the_operation(cloud, drivers):
     operation = _start(cloud, drivers, action='install', family='nvidia',
                        version='2.0', timeout=3,
