@@ -244,6 +244,7 @@ ROLLOUT_ACTIVE = (ROLLOUT_RUNNING, ROLLING_BACK, MANUAL_ROLLBACK)
 #     pending --skip_busy--> skipped_busy    (a workload holds it)
 #     gating --pass--> done
 #     in_progress / gating --fail--> failed
+#     in_progress --retry--> pending         (its conductor died mid-way)
 #     done / gating / failed --revert--> rolling_back --reverted--> rolled_back
 #     rolling_back --fail--> failed          (its rollback failed too)
 TARGET_PENDING, SKIPPED_BUSY, IN_PROGRESS, GATING, DONE = (
@@ -252,6 +253,7 @@ TARGET_FAILED, TARGET_ROLLING_BACK, TARGET_ROLLED_BACK = (
     'failed', 'rolling_back', 'rolled_back')
 BEGIN, SKIP_BUSY, PASS, REVERT, REVERTED = ('begin', 'skip_busy', 'pass',
                                             'revert', 'reverted')
+RETRY = 'retry'
 
 ROLLOUT_TARGET = StateMachine('rollout target', TARGET_PENDING, [
     (BEGIN, (TARGET_PENDING, SKIPPED_BUSY), IN_PROGRESS),
@@ -259,6 +261,7 @@ ROLLOUT_TARGET = StateMachine('rollout target', TARGET_PENDING, [
     (FINISH, (IN_PROGRESS,), GATING),
     (PASS, (GATING,), DONE),
     (FAIL, (IN_PROGRESS, GATING, TARGET_ROLLING_BACK), TARGET_FAILED),
+    (RETRY, (IN_PROGRESS,), TARGET_PENDING),
     (REVERT, (DONE, GATING, TARGET_FAILED), TARGET_ROLLING_BACK),
     (REVERTED, (TARGET_ROLLING_BACK,), TARGET_ROLLED_BACK),
 ], terminal=(TARGET_ROLLED_BACK,))

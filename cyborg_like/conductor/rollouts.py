@@ -98,7 +98,8 @@ class Rollouts:
     def run(self):
         owned = rollouts.claim(self.conductor_uuid,
                                self.conf.conductor.service_down_after)
-        rollouts.sync_operations(self.clock())
+        rollouts.sync_operations(self.clock(),
+                                 self.conf.rollouts.interrupted_retries)
         for rollout_id, uuid in owned:
             try:
                 self.step(rollout_id)

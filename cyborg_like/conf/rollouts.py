@@ -18,6 +18,17 @@ opts = [
                       'service_down_after. A rollout moves at most one '
                       'wave per step, and a target that finished waits up '
                       'to one interval before its gate is checked.'),
+    cfg.IntOpt('interrupted_retries',
+               default=1, min=0, max=10,
+               help='How many times a target whose operation was '
+                    'interrupted by the death of the conductor carrying '
+                    'it (a region being programmed, a driver operation '
+                    'not yet started) is begun again, in its wave, '
+                    'before it counts as failed against the failure '
+                    'budget. A card whose firmware flash was interrupted '
+                    'is never flashed again by the rollout: it may hold '
+                    'half an image, and it stays drained for an '
+                    'operator.'),
 ]
 
 

@@ -588,3 +588,7 @@ class RolloutTarget(Base):
     finished_at: orm.Mapped[datetime.datetime | None] = orm.mapped_column(
         sa.DateTime)
     reason: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
+    # Times it was begun: more than one when its operation was interrupted
+    # by its conductor's death and it was begun again (db/rollouts.py).
+    attempts: orm.Mapped[int] = orm.mapped_column(default=0,
+                                                  server_default='0')

@@ -27,6 +27,7 @@ from cyborg_like.db import deployables
 from cyborg_like.db import driver_operations
 from cyborg_like.db import firmware
 from cyborg_like.db import models
+from cyborg_like.db import operations
 from cyborg_like.db import placement_sync
 
 RO = models.Rollout
@@ -47,6 +48,8 @@ TARGET_KINDS = {BITSTREAM: 'deployable', FIRMWARE: 'device', DRIVER: 'host'}
 PROGRAMMABLE_TYPES = ('FPGA',)
 # What a rollout does with targets a workload holds.
 SKIP, WAIT, INCLUDE = 'skip', 'wait', 'include'
+INTERRUPTED_AGAIN = ('Its operation was interrupted (its conductor '
+                     'stopped); begun again.')
 # Driver parameters that name one version's package file: not reused to
 # install another version (a rollback's).
 DEB_PATH_KEYS = ('deb_path', 'vgpu_manager_deb_path')
@@ -403,7 +406,7 @@ def target_dict(target):
         'rollback_operation_uuid': target.rollback_operation_uuid,
         'started_at': api.isotime(target.started_at),
         'finished_at': api.isotime(target.finished_at),
-        'reason': target.reason,
+        'reason': target.reason, 'attempts': target.attempts,
     }
 
 
@@ -453,13 +456,28 @@ def claim(conductor_uuid, down_after):
             RO.state.in_(states.ROLLOUT_ACTIVE))).all()
 
 
-def sync_operations(now):
+def sync_operations(now, retries=0):
     """Targets whose operation ended move on (for every rollout, whatever
     its state: an aborted rollout's last operations are recorded too):
-    four conditional updates."""
+    five conditional updates. First, a target whose operation its
+    conductor's death interrupted is begun again, up to ``retries`` times
+    (never a card's firmware flash: the card may hold half an image and
+    stays drained for an operator; db/operations.py keep_drained)."""
     machine = states.ROLLOUT_TARGET
     ended = {}
     with api.writer() as session:
+        ended[(states.IN_PROGRESS, states.RETRY)] = session.execute(
+            sa.update(RT).where(
+                RT.state == states.IN_PROGRESS,
+                RT.state.in_(machine.sources(states.RETRY)),
+                RT.target_kind != TARGET_KINDS[FIRMWARE],
+                RT.attempts <= retries,
+                RT.operation_uuid.in_(sa.select(OP.uuid).where(
+                    OP.state == states.FAILED,
+                    OP.detail == operations.INTERRUPTED)))
+            .values(state=machine.target(states.RETRY),
+                    reason=INTERRUPTED_AGAIN)
+            .execution_options(synchronize_session=False)).rowcount
         for column, source, ok_event in (
                 (RT.operation_uuid, states.IN_PROGRESS, states.FINISH),
                 (RT.rollback_operation_uuid, states.TARGET_ROLLING_BACK,
@@ -668,8 +686,8 @@ def begin(target_id, kind, image, project_id, conductor_uuid, now,
                 _owned(target.rollout_id, conductor_uuid,
                        (states.ROLLOUT_RUNNING,)))
             .values(state=machine.target(states.BEGIN), started_at=now,
-                    finished_at=None, reason=None,
-                    last_known_good=current)
+                    finished_at=None, attempts=RT.attempts + 1,
+                    **_first_or_again(target, current))
             .execution_options(synchronize_session=False)).rowcount
         if not changed:
             return None
@@ -682,6 +700,16 @@ def begin(target_id, kind, image, project_id, conductor_uuid, now,
                 kind) or job['bitstream_id'])
             .execution_options(synchronize_session=False))
         return job, operation
+
+
+def _first_or_again(target, current):
+    """What a target's begin records: what it holds now as its
+    last-known-good, the first time; begun again after an interruption,
+    what it held before the first attempt, and why it is begun again."""
+    if target.attempts:
+        return {'last_known_good': target.last_known_good,
+                'reason': target.reason}
+    return {'last_known_good': current, 'reason': None}
 
 
 def includes_busy(kind, strategy):

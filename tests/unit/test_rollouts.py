@@ -238,11 +238,11 @@ def test_a_step_costs_the_same_queries_whatever_the_fleet(migrated_db,
     finally:
         queue.shutdown()
     assert len(started.jobs) == 4
-    # The step: claim (2), sync (4), load, gate (3), progress (3), the
+    # The step: claim (2), sync (5), load, gate (3), progress (3), the
     # wave advanced, candidates; then each target started costs its begin
     # transaction (5 of ours, 8 of the programming's own checks). The
     # same numbers for 40 regions as for 400.
-    assert queries['n'] == 15 + 4 * 13, queries['statements']
+    assert queries['n'] == 16 + 4 * 13, queries['statements']
     shown = rollouts.get(rollout['uuid'])
     assert shown['targets']['in_progress'] == 4
     assert len({t['hostname'] for t in _targets(rollout['uuid'])
@@ -419,3 +419,69 @@ def _rollout_id(uuid):
     with db_api.reader() as session:
         return session.scalar(sa.select(models.Rollout.id).where(
             models.Rollout.uuid == uuid))
+
+
+def _interrupt(operation_uuid):
+    """The operation failed by the liveness sweep: its conductor died."""
+    from cyborg_like.db import operations
+    with db_api.writer() as session:
+        session.execute(sa.update(models.Operation).where(
+            models.Operation.uuid == operation_uuid).values(
+            state=states.FAILED, detail=operations.INTERRUPTED))
+
+
+def _target(uuid, target_id):
+    return {t['id']: t for t in _targets(uuid)}[target_id]
+
+
+def test_an_interrupted_target_is_begun_again_up_to_the_limit(migrated_db):
+    _fleet(1)
+    conductors.beat(ME, 'c1')
+    uuid = _create({'max_unavailable': 2})['uuid']
+    region, card = _targets(uuid)
+    _job, first = _begin(region)
+    _interrupt(first['uuid'])
+    ended = rollouts.sync_operations(NOW, retries=1)
+    assert ended[(states.IN_PROGRESS, states.RETRY)] == 1
+    again = _target(uuid, region['id'])
+    assert (again['state'], again['attempts'], again['reason']) == (
+        'pending', 1, rollouts.INTERRUPTED_AGAIN)
+    # Whatever the region reads now, what it held before the first
+    # attempt is what a rollback restores.
+    with db_api.writer() as session:
+        session.execute(sa.update(models.Deployable).values(
+            bitstream_id='bs-half'))
+    _job, second = _begin(region)
+    again = _target(uuid, region['id'])
+    assert (again['state'], again['attempts'], again['last_known_good'],
+            again['operation_uuid'], again['reason']) == (
+        'in_progress', 2, 'bs-old', second['uuid'],
+        rollouts.INTERRUPTED_AGAIN)
+    # Interrupted again: past the limit, it fails with its operation's
+    # reason (and counts against the failure budget).
+    _interrupt(second['uuid'])
+    rollouts.sync_operations(NOW, retries=1)
+    failed = _target(uuid, region['id'])
+    assert (failed['state'], failed['attempts']) == ('failed', 2)
+    assert 'its conductor stopped' in failed['reason']
+    # A card's interrupted flash is never begun again (it may hold half
+    # an image): shown here by the target's kind, as the update decides.
+    with db_api.writer() as session:
+        session.execute(sa.update(models.RolloutTarget).where(
+            models.RolloutTarget.id == card['id']).values(
+            target_kind='device'))
+    _job, flash = _begin(card)
+    _interrupt(flash['uuid'])
+    rollouts.sync_operations(NOW, retries=5)
+    assert _target(uuid, card['id'])['state'] == 'failed'
+
+
+def test_interrupted_targets_fail_at_once_with_no_retries(migrated_db):
+    _fleet(1)
+    conductors.beat(ME, 'c1')
+    uuid = _create({})['uuid']
+    region, _other = _targets(uuid)
+    _job, operation = _begin(region)
+    _interrupt(operation['uuid'])
+    rollouts.sync_operations(NOW, retries=0)
+    assert _target(uuid, region['id'])['state'] == 'failed'

@@ -15,7 +15,7 @@ COLUMNS = ('uuid', 'name', 'kind', 'image', 'state', 'current_wave', 'waves',
 LONG_COLUMNS = COLUMNS + ('selector', 'strategy', 'conductor_uuid',
                           'created_at', 'finished_at')
 TARGET_COLUMNS = ('id', 'wave', 'hostname', 'target_uuid', 'state',
-                  'last_known_good', 'applied', 'reason')
+                  'attempts', 'last_known_good', 'applied', 'reason')
 SORT_KEYS = ('created_at', 'updated_at', 'uuid', 'state')
 
 

@@ -1,6 +1,8 @@
 """Driver rollouts keep what each host's driver operation gets beyond the
 version: the family's parameters (package, repository, vGPU manager) and
-the operation's timeout.
+the operation's timeout. Rollout targets count the times they were begun
+(a target whose conductor died mid-operation is begun again, a bounded
+number of times).
 
 Revision ID: 0021
 Revises: 0020
@@ -19,3 +21,6 @@ depends_on = None
 def upgrade():
     with op.batch_alter_table('rollouts') as batch_op:
         batch_op.add_column(sa.Column('operation_options', sa.Text))
+    with op.batch_alter_table('rollout_targets') as batch_op:
+        batch_op.add_column(sa.Column('attempts', sa.Integer,
+                                      nullable=False, server_default='0'))
