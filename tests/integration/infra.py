@@ -174,6 +174,17 @@ class Deployment(cloud.Cloud):
             timeout=timeout,
             message='No heartbeat of %s in the hosts table' % self.host)
 
+    def owner(self, table, uuid):
+        """The name of the conductor service that carries the row of
+        ``table`` (a binding, an operation, a rollout); None if none."""
+        with self.engine.connect() as conn:
+            host = conn.execute(sa.text(
+                'SELECT c.hostname FROM %s w JOIN conductors c '
+                'ON c.uuid = w.conductor_uuid WHERE w.uuid = :u' % table),
+                {'u': uuid}).scalar()
+        return next((name for name, h in self.conductor_hosts.items()
+                     if h == host), None)
+
     def print_logs(self, stream=None):
         super().print_logs(stream, ' (%s)' % self.backend)
 

@@ -18,7 +18,6 @@ import time
 
 import pytest
 import requests
-import sqlalchemy as sa
 
 from .infra import BACKENDS
 from .infra import BASE_INVENTORY
@@ -129,15 +128,6 @@ def _running_on_agent(dep, work, operation, logged_before):
              message='the agent never started the work')
 
 
-def _owner_service(dep, operation):
-    with dep.engine.connect() as conn:
-        host = conn.execute(sa.text(
-            'SELECT c.hostname FROM operations o JOIN conductors c '
-            'ON c.uuid = o.conductor_uuid WHERE o.uuid = :u'),
-            {'u': operation}).scalar()
-    return next(name for name, h in dep.conductor_hosts.items() if h == host)
-
-
 def _status(dep, device):
     return _call(dep, 'GET', '/v2/devices/%s' % device).json()['status']
 
@@ -183,7 +173,7 @@ def test_sigkill_conductor_mid_work(deployment, work):
     logged = _logged(dep, work)
     operation = work.start(dep, device)
     _running_on_agent(dep, work, operation, logged)
-    owner = _owner_service(dep, operation)
+    owner = dep.owner('operations', operation)
 
     dep.services[owner].kill()
 

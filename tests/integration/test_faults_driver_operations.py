@@ -6,7 +6,10 @@ ansible-runner; the fake driver reports the GPU only while the stand-in
 "driver" file exists, with its version as an attribute. After the agent
 is killed mid-playbook the liveness sweep fails the operation within the
 host's down bound and the GPU stays drained, with the reason, across the
-agent's restart, until a verify succeeds.
+agent's restart, until a verify succeeds. A driver rollout whose owner
+conductor is killed while a host's playbook runs is taken over, and the
+operation, which the agent carries, ends by its report to the other
+conductor: nothing is failed or run twice.
 """
 
 import copy
@@ -18,6 +21,7 @@ import pytest
 
 from .infra import BACKENDS
 from .infra import BASE_INVENTORY
+from .infra import CONDUCTOR_BOUND
 from .infra import HOST_BOUND
 from .infra import LIVENESS
 from .infra import running_deployment
@@ -41,8 +45,8 @@ def deployment(request, tmp_path_factory):
         if device['vendor'] == '0x10de':
             device['driver_family'] = 'nvidia'
     with running_deployment(
-            request.param, workdir, inventory=inventory,
-            extra_config=LIVENESS,
+            request.param, workdir, inventory=inventory, conductors=2,
+            extra_config=LIVENESS + '[rollouts]\ninterval = 0.5\n',
             agent_config=(
                 '[agent]\nplaybook_dir = %s\nplaybook_progress_interval = '
                 '0.5\nheartbeat_interval = 1\n[fake_driver]\n'
@@ -135,4 +139,51 @@ def test_sigkill_agent_mid_playbook(deployment):
     verified = _ended(dep, _start(dep, action='verify',
                                   family='nvidia')['uuid'])
     assert verified['state'] == 'succeeded', verified
+    assert _host(dep)['drained_devices'] == []
+
+
+def test_rollout_owner_killed_while_a_playbook_runs(deployment):
+    dep = deployment
+    with open(os.path.join(dep.drivers, 'behaviour.json'), 'w') as f:
+        json.dump({'sleep_seconds': 8}, f)
+    rollout = dep.call('POST', '/v2/rollouts', {
+        'kind': 'driver', 'driver': 'nvidia', 'version': '4.0',
+        'parameters': {'package': 'nvidia-driver'}, 'timeout': 300,
+        'strategy': {'canary': 1}}, 201).json()
+    uuid = rollout['uuid']
+    [target] = dep.call('GET', '/v2/rollouts/%s/targets' % uuid).json()[
+        'targets']
+    operation = wait_for(
+        lambda: (lambda t: t['operation_uuid'] if t['state'] ==
+                 'in_progress' and t['operation_uuid'] and _operation(
+                     dep, t['operation_uuid'])['state'] == 'running'
+                 else None)(dep.call('GET', '/v2/rollouts/%s/targets'
+                                     % uuid).json()['targets'][0]),
+        timeout=60, message='the host\'s playbook never started')
+    owner = dep.owner('rollouts', uuid)
+    assert owner == dep.owner('operations', operation)
+    dep.services[owner].kill()
+    killed = time.monotonic()
+    try:
+        wait_for(lambda: dep.owner('rollouts', uuid) not in (None, owner),
+                 timeout=CONDUCTOR_BOUND, interval=0.1,
+                 message='no conductor took the rollout over')
+        print('driver rollout taken over %.1fs after its owner was killed'
+              % (time.monotonic() - killed))
+        done = wait_for(lambda: (lambda r: r if r['state'] != 'running'
+                                 else None)(dep.call(
+                                     'GET', '/v2/rollouts/%s' % uuid).json()),
+                        timeout=120, message='the rollout never ended')
+    finally:
+        dep.services[owner].start()
+    assert (done['state'], done['targets']) == (
+        'succeeded', {'done': 1, 'total': 1}), done
+    [target] = dep.call('GET', '/v2/rollouts/%s/targets' % uuid).json()[
+        'targets']
+    # The playbook the killed conductor started ran once, to its end.
+    assert (target['operation_uuid'], target['attempts']) == (operation, 1)
+    ended = _operation(dep, operation)
+    assert ended['state'] == 'succeeded', ended
+    assert ended['result']['versions']['version_after'] == '4.0'
+    assert _host(dep)['driver_versions'] == {'nvidia': '4.0'}
     assert _host(dep)['drained_devices'] == []

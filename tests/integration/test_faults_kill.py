@@ -84,16 +84,6 @@ def _arq(dep, arq):
     return _call(dep, 'GET', '/v2/accelerator_requests/%s' % arq).json()
 
 
-def _owner_service(dep, table, uuid_):
-    """The name of the conductor service that accepted the work."""
-    with dep.engine.connect() as conn:
-        host = conn.execute(sa.text(
-            'SELECT c.hostname FROM %s w JOIN conductors c '
-            'ON c.uuid = w.conductor_uuid WHERE w.uuid = :u' % table),
-            {'u': uuid_}).scalar()
-    return next(name for name, h in dep.conductor_hosts.items() if h == host)
-
-
 def _check_invariants(dep):
     with dep.engine.connect() as conn:
         in_use = sorted(conn.execute(sa.text(
@@ -131,9 +121,8 @@ def test_sigkill_conductor_mid_bind(deployment):
     dep = deployment
     arq = _new_arq(dep)
     _bind(dep, arq, 'region0')
-    wait_for(lambda: _owner_service(dep, 'extended_accelerator_requests',
-                                    arq), timeout=10)
-    owner = _owner_service(dep, 'extended_accelerator_requests', arq)
+    owner = wait_for(lambda: dep.owner('extended_accelerator_requests',
+                                       arq), timeout=10)
     assert _arq(dep, arq)['state'] == 'BindStarted'
     dep.services[owner].kill()
     took = _seconds_until(
@@ -173,7 +162,7 @@ def test_sigkill_conductor_mid_programming(deployment):
                                         'path': '/bitstream_id',
                                         'value': 'bs-slow'}], 202)
     operation = started.headers['Location'].rsplit('/', 1)[1]
-    owner = _owner_service(dep, 'operations', operation)
+    owner = dep.owner('operations', operation)
     dep.services[owner].kill()
 
     def state():

@@ -62,14 +62,6 @@ def _rollout(dep, uuid):
     return dep.call('GET', '/v2/rollouts/%s' % uuid, timeout=30).json()
 
 
-def _owner(dep, uuid):
-    with dep.engine.connect() as conn:
-        return conn.execute(sa.text(
-            'SELECT c.hostname FROM rollouts r JOIN conductors c '
-            'ON c.uuid = r.conductor_uuid WHERE r.uuid = :u'),
-            {'u': uuid}).scalar()
-
-
 def test_killed_owner_is_taken_over_and_no_region_changes_twice(deployment):
     dep = deployment
     rollout = dep.call('POST', '/v2/rollouts', {
@@ -77,16 +69,14 @@ def test_killed_owner_is_taken_over_and_no_region_changes_twice(deployment):
         'strategy': {'canary': 1, 'waves': [3], 'max_unavailable': 1,
                      'failure_budget': 1}}, 201, timeout=30).json()
     uuid = rollout['uuid']
-    owner_host = _owner(dep, uuid)
-    owner = next(name for name, host in dep.conductor_hosts.items()
-                 if host == owner_host)
+    owner = dep.owner('rollouts', uuid)
     # Past the canary, with a region under way.
     wait_for(lambda: _rollout(dep, uuid)['current_wave'] >= 1 and
              _rollout(dep, uuid)['targets'].get('in_progress'),
              timeout=60, message='the rollout never passed its canary')
     dep.services[owner].kill()
     killed = time.monotonic()
-    wait_for(lambda: _owner(dep, uuid) not in (None, owner_host),
+    wait_for(lambda: dep.owner('rollouts', uuid) not in (None, owner),
              timeout=CONDUCTOR_BOUND, interval=0.1,
              message='no conductor took the rollout over')
     print('rollout taken over %.1fs after its owner was killed'
