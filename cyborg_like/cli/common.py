@@ -81,6 +81,14 @@ def paging(args):
     return params, args.limit is None
 
 
+def key_value(text):
+    """An argparse type: ``KEY=VALUE`` as (key, value)."""
+    key, sep, value = text.partition('=')
+    if not sep or not key:
+        raise osc_exc.CommandError('Expected KEY=VALUE, not %r' % text)
+    return key, value
+
+
 def add_long(parser):
     parser.add_argument('--long', action='store_true',
                         help='Show every field')

@@ -176,6 +176,10 @@ class ConductorManager:
     def get_host(self, context, hostname):
         return hosts.get_host(hostname, self.conf.conductor.host_down_after)
 
+    def set_host_labels(self, context, hostname, labels):
+        return hosts.set_labels(hostname, labels,
+                                self.conf.conductor.host_down_after)
+
     def start_driver_operation(self, context, hostname, request):
         """Accept install/upgrade/remove/verify of a driver family on a
         host; the returned operation tells how it ends."""

@@ -38,6 +38,9 @@ History (bump the minor version for every compatible change, and note it):
          changed families; docs/design.md)
 * 1.18 - fleet rollouts: create_rollout (or its dry run), list_rollouts,
          get_rollout, list_rollout_targets, rollout_action
+* 1.19 - set_host_labels; create_rollout takes a driver rollout's
+         parameters and timeout, and selector labels (never sent to older
+         conductors: they would ignore them)
 """
 
 import oslo_messaging as messaging
@@ -47,7 +50,7 @@ from cyborg_like.common import rpc
 from cyborg_like.conf import CONF
 
 TOPIC = 'cyborg_like-conductor'
-RPC_API_VERSION = '1.18'
+RPC_API_VERSION = '1.19'
 
 
 class ConductorAPI:
@@ -289,9 +292,19 @@ class ConductorAPI:
 
     # Fleet rollouts (1.18).
     def create_rollout(self, context, values, dry_run=False):
-        self._require('1.18', 'roll out changes')
-        return self._call(context, 'create_rollout', version='1.18',
+        version = '1.18'
+        if {'parameters', 'timeout'} & set(values) or \
+                'labels' in (values.get('selector') or {}):
+            version = '1.19'
+        self._require(version, 'roll out changes with these options')
+        return self._call(context, 'create_rollout', version=version,
                           values=values, dry_run=dry_run)
+
+    # Host labels (1.19).
+    def set_host_labels(self, context, hostname, labels):
+        self._require('1.19', 'label hosts')
+        return self._call(context, 'set_host_labels', version='1.19',
+                          hostname=hostname, labels=labels)
 
     def list_rollouts(self, context, filters, limit, marker, sort_key,
                       sort_dir):

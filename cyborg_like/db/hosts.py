@@ -112,4 +112,34 @@ def _to_dict(host, cutoff):
         'driver_versions': json.loads(host.driver_versions or '{}'),
         # Of its compute node in Placement, as the last sync read them.
         'aggregates': json.loads(host.aggregates or '[]'),
+        'labels': json.loads(host.labels or '{}'),
     }
+
+
+def set_labels(hostname, changes, down_after):
+    """Merge ``changes`` into the host's labels (a None value removes
+    the label) under the host's row lock; answers the host."""
+    with api.writer() as session:
+        host = session.scalars(sa.select(models.Host).where(
+            models.Host.hostname == hostname).with_for_update()).first()
+        if host is None:
+            raise exception.HostNotFound(hostname=hostname)
+        labels = json.loads(host.labels or '{}')
+        labels.update(changes)
+        labels = {k: v for k, v in labels.items() if v is not None}
+        host.labels = dumped_labels(labels) if labels else None
+    return get_host(hostname, down_after)
+
+
+def dumped_labels(labels):
+    """Labels as stored: JSON with sorted keys and ASCII escapes, so a
+    label's ``"key": "value"`` text is found in it by LIKE, the same on
+    every database (``labelled``)."""
+    return json.dumps(labels, sort_keys=True)
+
+
+def labelled(labels):
+    """The host has every one of ``labels``."""
+    return sa.and_(*(models.Host.labels.contains(
+        dumped_labels({key: value})[1:-1], autoescape=True)
+        for key, value in sorted(labels.items())))

@@ -72,6 +72,9 @@ class Host(TimestampMixin, Base):
     # the host's compute node provider, as the last Placement sync of the
     # host read them; NULL until one did (db/placement_sync.py).
     aggregates: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
+    # The operators' free-form labels, a JSON object with sorted keys
+    # (db/hosts.py ``set_labels``; rollouts select by them).
+    labels: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
 
 
 class Device(TimestampMixin, Base):

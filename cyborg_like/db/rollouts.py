@@ -26,6 +26,7 @@ from cyborg_like.common import driver_families
 from cyborg_like.db import deployables
 from cyborg_like.db import driver_operations
 from cyborg_like.db import firmware
+from cyborg_like.db import hosts
 from cyborg_like.db import models
 from cyborg_like.db import operations
 from cyborg_like.db import placement_sync
@@ -96,9 +97,10 @@ def _in_aggregates(uuids):
 
 def _selected_hosts(selector, family):
     """Hosts (driver rollouts): ``hostnames``; ``aggregates``: the host is
-    in one of them; ``vendor``, ``model`` and ``device_type``: a device of
-    the host has them; ``current_version``: the family's version the
-    host's record holds (None: none)."""
+    in one of them; ``labels``: the host has all of them; ``vendor``,
+    ``model`` and ``device_type``: a device of the host has them;
+    ``current_version``: the family's version the host's record holds
+    (None: none)."""
     if {'deployable_names', 'current_image'} & set(selector):
         raise exception.Invalid(
             'deployable_names and current_image select regions; a driver '
@@ -110,6 +112,8 @@ def _selected_hosts(selector, family):
         query = query.where(HOST.hostname.in_(selector['hostnames']))
     if selector.get('aggregates'):
         query = query.where(_in_aggregates(selector['aggregates']))
+    if selector.get('labels'):
+        query = query.where(hosts.labelled(selector['labels']))
     device = [DEV.hostname == HOST.hostname]
     for key, column in (('vendor', DEV.vendor), ('model', DEV.model),
                         ('device_type', DEV.type)):
@@ -151,6 +155,10 @@ def _selected(kind, selector, image=None):
         query = query.where(DEV.hostname.in_(
             sa.select(HOST.hostname).where(
                 _in_aggregates(selector['aggregates']))))
+    if selector.get('labels'):
+        query = query.where(DEV.hostname.in_(
+            sa.select(HOST.hostname).where(
+                hosts.labelled(selector['labels']))))
     for key in ('vendor', 'model'):
         if selector.get(key):
             query = query.where(getattr(DEV, key) == selector[key])

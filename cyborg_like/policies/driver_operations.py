@@ -10,6 +10,9 @@ rules = [
                    'Show a compute host: up or down, installed driver '
                    'versions, drained devices.' + base.CLOUD_INVENTORY,
                    'GET', _HOST),
+    base.operation('cyborg:host:update', base.ADMIN,
+                   "Set or remove a compute host's labels (free-form; "
+                   'rollouts select hosts by them).', 'PATCH', _HOST),
     base.operation('cyborg:host:driver_operation:create', base.ADMIN,
                    'Install, upgrade, remove or verify a driver family on '
                    "a host (runs the family's playbook there and drains "

@@ -265,6 +265,21 @@ def test_rollout_dry_run_create_pause_resume_abort(cli, cyborg):
     _out, error = cli.fails('rollout', 'create', 'bs-cli', '--parameter',
                             'package=x')
     assert 'no --driver, --driver-version, --parameter' in error, error
+    # Hosts labelled by the operator, selected by their labels.
+    host = api(cyborg, '/hosts')['hosts'][0]['hostname']
+    labelled = cli.json('host', 'set', host, '--label', 'ring=canary',
+                        '--label', 'rack=r12')
+    assert labelled['labels'] == {'rack': 'r12', 'ring': 'canary'}
+    assert cli.json('host', 'set', host, '--unset-label', 'rack')[
+        'labels'] == {'ring': 'canary'}
+    assert cli.json('rollout', 'create', 'bs-cli', '--label', 'ring=canary',
+                    '--dry-run')['targets'] == 2
+    assert cli.json('rollout', 'create', 'bs-cli', '--label', 'ring=late',
+                    '--dry-run')['targets'] == 0
+    _out, error = cli.fails('host', 'set', host, '--label=-bad=x')
+    assert error.startswith('HTTP 400'), error
+    _out, error = cli.fails('host', 'set', host)
+    assert 'Nothing to change' in error, error
 
 
 def test_os_endpoint_variable_alone_means_no_auth(cyborg):

@@ -35,6 +35,7 @@ from cyborg_like.api import validation
 from cyborg_like.api.controllers import root
 from cyborg_like.api.controllers.v2 import devices as devices_controller
 from cyborg_like.api.controllers.v2 import operations as operations_controller
+from cyborg_like.api.schemas import hosts as host_schema
 from cyborg_like.api.schemas import accelerator_requests as arq_schema
 from cyborg_like.api.schemas import attributes as attribute_schema
 from cyborg_like.api.schemas import availability as availability_schema
@@ -386,6 +387,7 @@ REQUEST_BODIES = {
     ('/v2/devices/{uuid}/mig_layout', 'post'): device_schema.MIG_LAYOUT,
     ('/v2/leases', 'post'): lease_schema.CREATE,
     ('/v2/rollouts', 'post'): rollout_schema.CREATE,
+    ('/v2/hosts/{hostname}', 'patch'): host_schema.PATCH,
 }
 # Bodies that are not JSON: image data, streamed.
 RAW_BODIES = {('/v2/bitstreams/{uuid}/data', 'put')}
@@ -676,6 +678,9 @@ def test_answers_match_the_document(cloud):
     cloud.services[1].tracker.heartbeat()
     cloud.wait_for(lambda: call('get', '/v2/hosts/%s' % cloud_module.HOST)
                    .json['agent_version'] == '1.2')
+    assert call('patch', '/v2/hosts/%s' % cloud_module.HOST, body={
+        'labels': {'ring': 'canary', 'rack': None}}).json['labels'] == {
+        'ring': 'canary'}
     waiting = call('post', '/v2/hosts/%s/driver_operations'
                    % cloud_module.HOST, expect=202,
                    body={'action': 'verify', 'family': 'opae',

@@ -52,6 +52,7 @@ operations:list           200   403    403    403    403    401  401
 operations:show           200   403    403    403    403    401  401
 hosts:list                200   403    403    403    403    401  401
 hosts:show                200   403    403    403    403    401  401
+hosts:update              200   403    403    403    403    401  401
 hosts:driver_operation    400   403    403    403    403    401  401
 hosts:driver_op_force     400   403    403    403    403    401  401
 operations:cancel         409   403    403    403    403    401  401
@@ -112,6 +113,7 @@ RULES = {
     'availability:get': 'cyborg:availability:get',
     'hosts:list': 'cyborg:host:get_all',
     'hosts:show': 'cyborg:host:get_one',
+    'hosts:update': 'cyborg:host:update',
     'hosts:driver_operation': 'cyborg:host:driver_operation:create',
     'hosts:driver_op_force': 'cyborg:host:driver_operation:force',
     'device_profiles:create': 'cyborg:device_profile:create',
@@ -604,6 +606,9 @@ OPERATIONS = {
     'availability:get': _get('/v2/availability'),
     'hosts:list': _get('/v2/hosts'),
     'hosts:show': _get('/v2/hosts/{env.dep.host}'),
+    'hosts:update': lambda env, who: env.call(
+        'PATCH', '/v2/hosts/%s' % env.dep.host, who,
+        json={'labels': {'rbac': who}}),
     # Policy first: an admin's request without a family is then invalid
     # (a valid one would change the host's drivers).
     'hosts:driver_operation': lambda env, who: env.call(

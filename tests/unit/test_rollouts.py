@@ -137,6 +137,43 @@ def test_selected_by_placement_aggregate_for_every_kind(migrated_db):
                         'p1', ME, NOW)
 
 
+def test_selected_by_host_labels_for_every_kind(migrated_db):
+    from cyborg_like.db import hosts
+    _fleet(4)       # 8 regions on 4 cards on 4 hosts
+    hosts.set_labels('host-0000', {'ring': 'canary', 'rack': 'r1'}, 60)
+    hosts.set_labels('host-0001', {'ring': 'canary', 'rack': 'r2'}, 60)
+    # Look-alikes a substring match must not take: another key ending in
+    # "ring", a value starting with "canary", a value holding the text.
+    hosts.set_labels('host-0002', {'spring': 'canary', 'ring': 'canary2',
+                                   'note': '"ring": "canary"'}, 60)
+    # Set, then removed.
+    hosts.set_labels('host-0003', {'ring': 'canary'}, 60)
+    assert hosts.set_labels('host-0003', {'ring': None, 'rack': 'r2'}, 60)[
+        'labels'] == {'rack': 'r2'}
+    with db_api.writer() as session:
+        session.add(models.Bitstream(
+            uuid=FIRMWARE_IMAGE, name='fw', kind='firmware',
+            status=states.ACTIVE))
+    image = {'bitstream': 'bs-new', 'firmware': FIRMWARE_IMAGE,
+             'driver': rollouts.driver_image('opae', '2.0')}
+    per_host = {'bitstream': 2, 'firmware': 1, 'driver': 1}
+    for kind, (labels, expected) in itertools.product(image, (
+            ({'ring': 'canary'}, ['host-0000', 'host-0001']),
+            ({'ring': 'canary', 'rack': 'r2'}, ['host-0001']),
+            ({'rack': 'r2'}, ['host-0001', 'host-0003']),
+            ({'ring': 'canary', 'rack': 'r3'}, []))):
+        plan = rollouts.plan(kind, image[kind], {'labels': labels},
+                             {'canary': 0, 'waves': [100]})
+        assert plan['targets'] == per_host[kind] * len(expected), (kind,
+                                                                  labels)
+        if expected:
+            [wave] = plan['waves']
+            assert (wave['hosts'], wave['first_host'], wave['last_host']) \
+                == (len(expected), expected[0], expected[-1])
+    with pytest.raises(exception.HostNotFound):
+        hosts.set_labels('nowhere', {'ring': 'canary'}, 60)
+
+
 def _set(uuid, **values):
     with db_api.writer() as session:
         session.execute(sa.update(models.Rollout)

@@ -215,3 +215,45 @@ def test_a_negative_publish_retries_means_for_ever():
             assert rpc.publish_retries() == expected
         finally:
             CONF.clear_override('rpc_publish_retries')
+
+
+class RolloutRecorder:
+    """A conductor of RPC API 1.19: rollouts and host labels."""
+
+    target = messaging.Target(version='1.19')
+
+    def __init__(self):
+        self.calls = []
+
+    def create_rollout(self, ctxt, values, dry_run):
+        self.calls.append(values)
+        return {}
+
+    def set_host_labels(self, ctxt, hostname, labels):
+        self.calls.append(labels)
+        return {}
+
+
+@pytest.mark.parametrize('values', [
+    {'kind': 'driver', 'driver': 'nvidia', 'version': '2.0',
+     'parameters': {'package': 'nvidia-driver'}},
+    {'kind': 'driver', 'driver': 'nvidia', 'version': '2.0', 'timeout': 60},
+    {'kind': 'bitstream', 'image': 'bs', 'selector': {
+        'labels': {'ring': 'canary'}}}], ids=['parameters', 'timeout',
+                                              'labels'])
+def test_rollout_options_a_1_18_conductor_would_ignore_are_refused(
+        serve, conductor_cap, values):
+    """A conductor of 1.18 would drop these and select, or install, more
+    than asked: the client refuses them until the conductors know 1.19,
+    and sends plain rollouts as before."""
+    endpoint = RolloutRecorder()
+    serve(endpoint)
+    conductor_cap('1.18')
+    api = conductor_rpcapi.ConductorAPI(timeout=5)
+    admin = context.get_admin_context()
+    with pytest.raises(exception.Conflict, match='upgraded'):
+        api.create_rollout(admin, values)
+    with pytest.raises(exception.Conflict, match='upgraded'):
+        api.set_host_labels(admin, 'h1', {'ring': 'canary'})
+    api.create_rollout(admin, {'kind': 'bitstream', 'image': 'bs'})
+    assert endpoint.calls == [{'kind': 'bitstream', 'image': 'bs'}]

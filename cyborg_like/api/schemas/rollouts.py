@@ -1,6 +1,7 @@
 """JSON schemas of rollout requests (ours; docs/rollouts.md)."""
 
 from cyborg_like.api import validation
+from cyborg_like.api.schemas import hosts
 from cyborg_like.common import driver_vars
 
 # A count, or a percentage of the targets ("10%").
@@ -20,6 +21,8 @@ SELECTOR = {
                        'items': {'type': 'string',
                                  'pattern': validation.UUID_PATTERN},
                        'minItems': 1, 'maxItems': 100, 'uniqueItems': True},
+        # The operators' host labels: targets on a host with all of them.
+        'labels': hosts.labels(),
         'vendor': validation.text(),
         'model': validation.text(),
         'deployable_names': {'type': 'array', 'items': validation.text(),

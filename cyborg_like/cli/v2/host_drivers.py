@@ -2,20 +2,11 @@
 driver_operations``): install, upgrade, remove or verify a driver family
 as an operation, followed like programming."""
 
-from osc_lib import exceptions as osc_exc
 
 from cyborg_like.cli import common
 from cyborg_like.cli import waiting
 
 FAMILIES = ('nvidia', 'opae', 'xrt')
-
-
-def parameter(text):
-    key, sep, value = text.partition('=')
-    if not sep or not key:
-        raise osc_exc.CommandError(
-            '--parameter takes KEY=VALUE, not %r' % text)
-    return key, value
 
 
 class _DriverOperation(waiting.FailAfterOutput, common.ShowOne):
@@ -32,7 +23,7 @@ class _DriverOperation(waiting.FailAfterOutput, common.ShowOne):
                                  'the newest matching one)')
         parser.add_argument(
             '--parameter', metavar='<key=value>', action='append',
-            default=[], type=parameter,
+            default=[], type=common.key_value,
             help="One of the family's parameters (package, deb_path, "
                  'apt_repository, expected_devices, ...; see '
                  'docs/drivers-lifecycle.md); repeatable')

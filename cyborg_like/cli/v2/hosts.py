@@ -1,9 +1,11 @@
 """Hosts: the compute hosts with an agent, up or down (``/v2/hosts``)."""
 
+from osc_lib import exceptions as osc_exc
+
 from cyborg_like.cli import common
 
 COLUMNS = ('hostname', 'state', 'last_heartbeat', 'agent_version')
-LONG_COLUMNS = COLUMNS + ('inventory_hash',)
+LONG_COLUMNS = COLUMNS + ('inventory_hash', 'labels', 'aggregates')
 
 
 class ListHost(common.Lister):
@@ -32,3 +34,29 @@ class ShowHost(common.ShowOne):
         host['devices'] = ['%s %s %s' % (d['uuid'], d['type'], d['model'])
                            for d in devices]
         return common.one(host)
+
+
+class SetHost(common.ShowOne):
+    """Set or remove a host's labels (rollouts select hosts by them:
+    rollout create --label KEY=VALUE)."""
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('hostname', metavar='<hostname>')
+        parser.add_argument('--label', metavar='<key=value>',
+                            action='append', default=[],
+                            type=common.key_value,
+                            help='Set a label; repeatable')
+        parser.add_argument('--unset-label', metavar='<key>',
+                            action='append', default=[],
+                            help='Remove a label; repeatable')
+        return parser
+
+    def take_action(self, args):
+        labels = dict(args.label)
+        labels.update((key, None) for key in args.unset_label)
+        if not labels:
+            raise osc_exc.CommandError(
+                'Nothing to change: give --label or --unset-label.')
+        return common.one(self.api.patch('/hosts/%s' % args.hostname,
+                                         {'labels': labels}))

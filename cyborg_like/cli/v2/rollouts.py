@@ -59,7 +59,7 @@ class CreateRollout(common.ShowOne):
                             help='--kind driver: the version applied')
         parser.add_argument(
             '--parameter', metavar='<key=value>', action='append',
-            default=[], type=host_drivers.parameter,
+            default=[], type=common.key_value,
             help="--kind driver: one of the family's parameters for each "
                  "host's install or upgrade (package, apt_repository, "
                  'vgpu_manager, ...; docs/drivers-lifecycle.md); '
@@ -84,6 +84,11 @@ class CreateRollout(common.ShowOne):
                             dest='aggregates', metavar='<uuid>',
                             help='Only targets on a host in this Placement '
                                  'aggregate (repeat: in any of them)')
+        parser.add_argument('--label', action='append', default=[],
+                            type=common.key_value, metavar='<key=value>',
+                            help='Only targets on a host with this label '
+                                 '(host set --label; repeat: with all of '
+                                 'them)')
         parser.add_argument('--vendor', metavar='<0x8086>')
         parser.add_argument('--model', metavar='<model>')
         parser.add_argument('--region', action='append',
@@ -124,6 +129,8 @@ class CreateRollout(common.ShowOne):
             'current_image', 'device_type') if getattr(args, k) is not None}
         if args.current_version is not _UNSET:
             selector['current_version'] = args.current_version
+        if args.label:
+            selector['labels'] = dict(args.label)
         strategy = {k: getattr(args, k) for k in (
             'canary', 'waves', 'max_unavailable', 'max_unavailable_per_host',
             'gate_seconds', 'failure_budget', 'workloads', 'wait_timeout')

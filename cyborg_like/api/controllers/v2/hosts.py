@@ -7,6 +7,7 @@ from pecan import rest
 from cyborg_like.api import policy
 from cyborg_like.api import validation
 from cyborg_like.api.controllers.v2 import driver_operations
+from cyborg_like.api.schemas import hosts as schema
 
 
 class HostsController(rest.RestController):
@@ -27,3 +28,13 @@ class HostsController(rest.RestController):
                          policy.CLOUD)
         return pecan.request.conductor_api.get_host(pecan.request.context,
                                                     hostname)
+
+    @pecan.expose('json')
+    def patch(self, hostname):
+        """Set or remove the host's labels (``{"labels": {key: value or
+        null}}``, merged into those it has)."""
+        policy.authorize('cyborg:host:update', pecan.request.context,
+                         policy.CLOUD)
+        body = validation.body(pecan.request, schema.PATCH)
+        return pecan.request.conductor_api.set_host_labels(
+            pecan.request.context, hostname, body['labels'])

@@ -2,7 +2,8 @@
 version: the family's parameters (package, repository, vGPU manager) and
 the operation's timeout. Rollout targets count the times they were begun
 (a target whose conductor died mid-operation is begun again, a bounded
-number of times).
+number of times). Hosts carry free-form labels of the operators' (rollouts
+select by them).
 
 Revision ID: 0021
 Revises: 0020
@@ -21,6 +22,8 @@ depends_on = None
 def upgrade():
     with op.batch_alter_table('rollouts') as batch_op:
         batch_op.add_column(sa.Column('operation_options', sa.Text))
+    with op.batch_alter_table('hosts') as batch_op:
+        batch_op.add_column(sa.Column('labels', sa.Text))
     with op.batch_alter_table('rollout_targets') as batch_op:
         batch_op.add_column(sa.Column('attempts', sa.Integer,
                                       nullable=False, server_default='0'))
