@@ -26,8 +26,8 @@ opts = [
                     'not yet started) is begun again, in its wave, '
                     'before it counts as failed against the failure '
                     'budget. A card whose firmware flash was interrupted '
-                    'is never flashed again by the rollout: it may hold '
-                    'half an image, and it stays drained for an '
+                    'is never flashed with the new image again: it may '
+                    'hold half of it; it fails and stays drained for an '
                     'operator.'),
 ]
 

@@ -1,6 +1,7 @@
 """Processes killed with SIGKILL in the middle of work that drains a
 device (fault injection), as test_faults_kill.py does for bindings and
-programming: a firmware flash on the FPGA and a MIG layout on the GPU.
+programming: a firmware flash on the FPGA and a MIG layout on the GPU,
+and a firmware rollout whose owner dies mid-flash.
 
 Two conductors, an agent and the API as real processes over RabbitMQ and
 MariaDB/PostgreSQL, liveness tuned short. The firmware image is uploaded
@@ -46,7 +47,8 @@ def _inventory():
 def deployment(request, tmp_path_factory):
     workdir = str(tmp_path_factory.mktemp('draining-%s' % request.param))
     with running_deployment(
-            request.param, workdir, conductors=2, extra_config=LIVENESS,
+            request.param, workdir, conductors=2,
+            extra_config=LIVENESS + '[rollouts]\ninterval = 0.5\n',
             inventory=_inventory(),
             wait_for_devices=lambda devices: len(devices) == 2) as dep:
         dep.wait_host_up()
@@ -61,22 +63,29 @@ def _started(response):
     return response.headers['Location'].rsplit('/', 1)[1]
 
 
+def _firmware_image(dep, slow=True):
+    """A firmware image in the catalog; ``slow``: the fake driver takes
+    SLOW_SECONDS to flash it."""
+    data = (b'SLEEP %d\n{"version": "2.0"}\n' % SLOW_SECONDS if slow
+            else b'{"version": "2.1"}\n')
+    image = _call(dep, 'POST', '/v2/bitstreams', {
+        'name': 'fim', 'kind': 'firmware', 'vendor': '0x8086'},
+        201).json()['uuid']
+    resp = requests.put(
+        '%s/v2/bitstreams/%s/data' % (dep.api_url, image), data=data,
+        timeout=30, headers={'Content-Type': 'application/octet-stream'})
+    assert resp.status_code == 200, resp.text
+    return image
+
+
 class Flash:
     """Flashing the FPGA's firmware with a catalog image."""
     device_type, logged = 'FPGA', 'Flashing '
 
     def start(self, dep, device, slow=True):
-        data = (b'SLEEP %d\n{"version": "2.0"}\n' % SLOW_SECONDS if slow
-                else b'{"version": "2.1"}\n')
-        image = _call(dep, 'POST', '/v2/bitstreams', {
-            'name': 'fim', 'kind': 'firmware', 'vendor': '0x8086'},
-            201).json()['uuid']
-        resp = requests.put(
-            '%s/v2/bitstreams/%s/data' % (dep.api_url, image), data=data,
-            timeout=30, headers={'Content-Type': 'application/octet-stream'})
-        assert resp.status_code == 200, resp.text
         return _started(_call(dep, 'POST', '/v2/devices/%s/firmware'
-                              % device, {'image_uuid': image}, 202))
+                              % device, {'image_uuid': _firmware_image(
+                                  dep, slow)}, 202))
 
     def check_done(self, result):
         assert result['new']['firmware_version'] == '2.1'
@@ -195,3 +204,45 @@ def test_sigkill_conductor_mid_work(deployment, work):
              message='the work did not succeed the second time')
     work.check_done(_operation(dep, again)['result'])
     assert _status(dep, device) == 'enabled'
+
+
+def test_firmware_rollout_owner_killed_mid_flash(deployment):
+    """The flash the killed owner carried fails; the card is not flashed
+    with the new image again (it may hold half of it): the canary failed,
+    so the other conductor, which takes the rollout over, rolls it back,
+    and the card stays drained for the operator."""
+    dep = deployment
+    device = _device(dep, WORK['firmware'])
+    logged = _logged(dep, WORK['firmware'])
+    rollout = _call(dep, 'POST', '/v2/rollouts', {
+        'kind': 'firmware', 'image': _firmware_image(dep),
+        'strategy': {'canary': 1}}, 201).json()
+    path = '/v2/rollouts/%s' % rollout['uuid']
+    operation = wait_for(
+        lambda: _call(dep, 'GET', path + '/targets').json()['targets'][0][
+            'operation_uuid'], timeout=30, message='the flash never began')
+    _running_on_agent(dep, WORK['firmware'], operation, logged)
+    owner = dep.owner('rollouts', rollout['uuid'])
+    assert owner == dep.owner('operations', operation)
+    dep.services[owner].kill()
+    try:
+        took = _seconds_until(
+            lambda: dep.owner('rollouts', rollout['uuid']) not in (
+                None, owner), CONDUCTOR_BOUND)
+        print('firmware rollout taken over %.1fs after its owner was '
+              'killed' % took)
+        done = wait_for(lambda: (lambda r: r if r['state'] not in (
+            'running', 'rolling_back') else None)(
+            _call(dep, 'GET', path).json()), timeout=SLOW_SECONDS + 60,
+            message='the rollout never ended')
+    finally:
+        dep.services[owner].start()
+    assert done['state'] == 'failed', done
+    assert done['reason'].startswith('The canary failed.'), done
+    [target] = _call(dep, 'GET', path + '/targets').json()['targets']
+    assert (target['state'], target['attempts']) == ('rolled_back', 1), \
+        target
+    assert 'conductor stopped' in target['reason']
+    assert _operation(dep, operation)['state'] == 'failed'
+    assert _status(dep, device) == 'maintaining'
+    _back_in_service(dep, device)
