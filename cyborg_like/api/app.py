@@ -17,6 +17,7 @@ from cyborg_like.api import errors
 from cyborg_like.api import hooks
 from cyborg_like.api import metrics
 from cyborg_like.api import pecan_argspec  # noqa: F401 (installs a cache)
+from cyborg_like.api import policy_checks  # noqa: F401 (installs a cache)
 from cyborg_like.api import read_model
 from cyborg_like.api import validation
 from cyborg_like.api.controllers import root

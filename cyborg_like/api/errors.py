@@ -72,6 +72,8 @@ def from_http_exception(error):
 def from_exception(error, retry_after):
     """The error response for anything a handler raised; a 503 tells to
     retry after ``retry_after`` seconds ([api] retry_after)."""
+    if isinstance(error, webob.exc.HTTPNotModified):
+        return error        # not an error: read_model.ETagHook's 304
     if isinstance(error, webob.exc.HTTPException):
         return from_http_exception(error)
     if isinstance(error, messaging.MessagingTimeout):

@@ -23,6 +23,7 @@ import datetime
 import hashlib
 import itertools
 import os
+import re
 import socket
 import threading
 import time
@@ -31,7 +32,10 @@ import weakref
 import oslo_messaging as messaging
 from oslo_log import log as logging
 from pecan import hooks
+import webob.exc
 
+from cyborg_like.api import hooks as hooks_lib
+from cyborg_like.api import policy
 from cyborg_like.common import context as context_lib
 from cyborg_like.common import read_model as contract
 from cyborg_like.common import rpc
@@ -582,10 +586,59 @@ def wrap(conductor_api, conf):
         conductor_api, conf.api.read_model_check_interval))
 
 
+# The reads the copies answer whose ETag is known before the handler runs:
+# path -> (family, its attributes' copy, the handler's policy rule, and
+# whether the rule is checked with the cloud scope, as the handler does).
+_KNOWN_AHEAD = [(re.compile(pattern), family, attributes, rule, cloud)
+                for pattern, family, attributes, rule, cloud in (
+    (r'/v2/devices/?\Z', DEVICES, False, 'cyborg:device:get_all', True),
+    (r'/v2/devices/[^/]+/?\Z', DEVICES, False, 'cyborg:device:get_one',
+     True),
+    (r'/v2/deployables/?\Z', DEPLOYABLES, False,
+     'cyborg:deployable:get_all', True),
+    (r'/v2/deployables/[^/]+/?\Z', DEPLOYABLES, False,
+     'cyborg:deployable:get_one', True),
+    (r'/v2/attributes/?\Z', DEPLOYABLES, True, 'cyborg:attribute:get_all',
+     True),
+    (r'/v2/attributes/[^/]+/?\Z', DEPLOYABLES, True,
+     'cyborg:attribute:get_one', True),
+    (r'/v2/device_profiles/?\Z', PROFILES, False,
+     'cyborg:device_profile:get_all', False),
+    (r'/v2/device_profiles/[^/]+/?\Z', PROFILES, False,
+     'cyborg:device_profile:get_one', False))]
+
+
 class ETagHook(hooks.PecanHook):
     """An ETag on every answer the read model gave (from the generation it
     was read at and what shapes the body: path and query, microversion,
-    public URL); If-None-Match with it answers 304 without a body."""
+    public URL); If-None-Match with it answers 304 without a body.
+
+    The answer is a function of those alone, so a conditional GET whose
+    ETag is the one the current copy would give is answered 304 before the
+    handler runs (after the handler's policy check): no query, view or
+    JSON is made for it."""
+
+    def before(self, state):
+        request = state.request
+        if request.method != 'GET' or \
+                'HTTP_IF_NONE_MATCH' not in request.environ:
+            return
+        known = next((k for k in _KNOWN_AHEAD if k[0].match(request.path)),
+                     None)
+        model = getattr(getattr(request, 'conductor_api', None), 'model',
+                        None)
+        if known is None or not isinstance(model, ReadModel):
+            return
+        _pattern, name, attributes, rule, cloud = known
+        family = model.family(name, attributes=attributes)
+        if family is None:
+            return
+        policy.authorize(rule, request.context, policy.CLOUD if cloud
+                         else None)
+        etag = _etag(request, '%s:%d' % ('attributes' if attributes
+                                          else name, family.generation))
+        if etag in request.if_none_match:
+            raise webob.exc.HTTPNotModified(headers={'ETag': '"%s"' % etag})
 
     def after(self, state):
         request, response = state.request, state.response
@@ -594,13 +647,16 @@ class ETagHook(hooks.PecanHook):
         if served is None or request.method != 'GET' or \
                 response.status_int != 200:
             return
-        shape = '%s|%s|%s|%s' % (
-            served, getattr(request, 'version', ''),
-            request.environ.get('cyborg_like.public_url', ''),
-            request.path_qs)
-        etag = hashlib.sha1(shape.encode()).hexdigest()[:32]
+        etag = _etag(request, served)
         response.headers['ETag'] = '"%s"' % etag
         if etag in request.if_none_match:
             response.status = 304
             response.body = b''
             response.content_type = None
+
+
+def _etag(request, served):
+    shape = '%s|%s|%s|%s' % (
+        served, getattr(request, 'version', ''),
+        hooks_lib.public_url(request), request.path_qs)
+    return hashlib.sha1(shape.encode()).hexdigest()[:32]

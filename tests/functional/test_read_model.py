@@ -183,3 +183,51 @@ def test_etags_answer_304_until_the_family_changes(cloud):
     _wait_served(cloud.app, '/v2/devices', lambda body: True, 5)
     assert webob.Request.blank('/v2/devices', headers={
         'If-None-Match': etag}).get_response(cloud.app).status_int == 200
+
+
+def test_a_304_is_answered_before_the_handler_runs(cloud, monkeypatch):
+    """For every read the copies serve, list and show: the ETag of a 200
+    in If-None-Match gets a 304 with that ETag, without the handler
+    reading the copy (its page or row lookups fail here); the handler's
+    policy is still checked first."""
+    assert read_model.wait_current()
+    device = _get(cloud.app, '/v2/devices')[1]['devices'][0]['uuid']
+    deployable = _get(cloud.app, '/v2/deployables')[1]['deployables'][0][
+        'uuid']
+    _call(cloud.app, 'POST', '/v2/attributes', {
+        'deployable_id': 1, 'key': 'early', 'value': 'CUSTOM_EARLY'})
+    _call(cloud.app, 'POST', '/v2/device_profiles', [{
+        'name': 'early', 'groups': [{'resources:FPGA': '1'}]}])
+    assert read_model.wait_current()
+    attribute = _get(cloud.app, '/v2/attributes')[1]['attributes'][0][
+        'uuid']
+    profile = _get(cloud.app, '/v2/device_profiles')[1]['device_profiles'][
+        0]['uuid']
+    paths = ['/v2/devices', '/v2/devices/%s' % device, '/v2/deployables',
+             '/v2/deployables/%s' % deployable, '/v2/attributes',
+             '/v2/attributes/%s' % attribute, '/v2/device_profiles',
+             '/v2/device_profiles/%s' % profile,
+             '/v2/devices?type=FPGA&limit=1']
+    etags = {}
+    for path in paths:
+        status, _body, etags[path] = _get(cloud.app, path, LATEST)
+        assert status == 200 and etags[path], path
+
+    def no_reading(*args, **kwargs):
+        raise AssertionError('the handler read the copy')
+    monkeypatch.setattr(read_model.ModelledConductorAPI, '_page', no_reading)
+    monkeypatch.setattr(read_model.ModelledConductorAPI, '_one', no_reading)
+    for path in paths:
+        response = webob.Request.blank(path, headers=dict(
+            LATEST, **{'If-None-Match': etags[path]})).get_response(
+                cloud.app)
+        assert (response.status_int, response.body,
+                response.headers['ETag']) == (304, b'', etags[path]), path
+        # The policy answers first: a member may read profiles only.
+        response = webob.Request.blank(path, headers=dict(
+            LATEST, **{'If-None-Match': etags[path],
+                       'X-Roles': 'member,reader',
+                       'X-Project-Id': 'project-one'})).get_response(
+                cloud.app)
+        assert response.status_int == (
+            304 if path.startswith('/v2/device_profiles') else 403), path
