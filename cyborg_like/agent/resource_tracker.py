@@ -58,6 +58,7 @@ def load_drivers(conf):
 class ResourceTracker:
     def __init__(self, host, conf, conductor_api, drivers=None):
         self.host = host
+        self.conf = conf
         self.conductor_api = conductor_api
         self.drivers = load_drivers(conf) if drivers is None else drivers
         self._known = {}            # driver name -> last devices it found
@@ -187,17 +188,27 @@ class ResourceTracker:
             LOG.info('Checked %d attach handle(s) held by workloads',
                      len(bound))
 
-    def heartbeat(self, urgent=False):
+    def heartbeat(self, urgent=False, cast_ttl=None):
         """Send the readings of every driver; ``urgent`` asks the conductor
         to write them at once (a conductor before RPC 1.12 takes a plain
-        heartbeat)."""
+        heartbeat); ``cast_ttl``: cast, not call (regular_heartbeat)."""
         with self._beating:
             if self._unconfirmed:
                 self._confirm_releases()
+            extra = {'urgent': True} if urgent else \
+                {'cast_ttl': cast_ttl} if cast_ttl else {}
             self.conductor_api.heartbeat(
                 ctx.get_admin_context(), self.host, AGENT_VERSION,
-                self._reported_hash, self.health(),
-                **({'urgent': True} if urgent else {}))
+                self._reported_hash, self.health(), **extra)
+
+    def regular_heartbeat(self):
+        """The periodic's beat: a cast when ``[agent] heartbeat_cast``
+        (the conductor sends nothing back; a beat left in the queue
+        longer than two intervals is dropped unserved, the next one
+        carrying newer readings), else a call."""
+        interval = self.conf.agent.heartbeat_interval
+        self.heartbeat(cast_ttl=2 * interval
+                       if self.conf.agent.heartbeat_cast else None)
 
     def _urgent_heartbeat(self):
         try:

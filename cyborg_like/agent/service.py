@@ -36,7 +36,7 @@ class AgentService:
             (conf.agent.discovery_interval,
              _quiet_while_conductor_away(self.tracker.update_inventory)),
             (conf.agent.heartbeat_interval,
-             _quiet_while_conductor_away(self.tracker.heartbeat)),
+             _quiet_while_conductor_away(self.tracker.regular_heartbeat)),
         ])
         self._stopping = threading.Event()
         self._starter = None

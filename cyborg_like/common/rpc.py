@@ -158,6 +158,23 @@ def publish_retries():
     return None if retries < 0 else retries
 
 
+def cast_within(client, context, method, ttl, version='1.0', **kwargs):
+    """``client.cast`` of a message that is worth nothing after ``ttl``
+    seconds: it carries a deadline ``ttl`` from now, and a server that
+    drops late calls (get_server ``drop_late``) drops it unserved if it
+    waited longer in the queue (a heartbeat behind a backlog, say). The
+    publish retries ``[DEFAULT] rpc_publish_retries`` times; a broker
+    that cannot be reached is a MessageDeliveryFailure."""
+    sent = copy.copy(context)
+    sent.deadline = time.time() + ttl
+    cctxt = client.prepare(version=version, retry=publish_retries())
+    try:
+        cctxt.cast(sent, method, **kwargs)
+    except kombu_exceptions.KombuError as error:
+        raise messaging.MessageDeliveryFailure(
+            'Could not reach the message broker: %s' % error) from error
+
+
 def call_reaching_broker(cctxt, context, method, **kwargs):
     """``cctxt.call``; a broker that cannot be reached is a
     MessageDeliveryFailure (oslo.messaging lets kombu's own error through

@@ -96,13 +96,20 @@ class ConductorAPI:
                           devices=devices, inventory_hash=inventory_hash)
 
     def heartbeat(self, context, host, agent_version, inventory_hash,
-                  health, urgent=False):
+                  health, urgent=False, cast_ttl=None):
+        """``cast_ttl``: send a regular (not urgent) beat as a cast, worth
+        nothing after that many seconds (the next beat replaces it): no
+        reply to wait for, nothing for the conductor to send back. The
+        conductor drops it unserved if it waited longer in the queue."""
         version, kwargs = self._newer('1.0', {
             'host': host, 'agent_version': agent_version,
             'inventory_hash': inventory_hash}, '1.3', health=health)
         if urgent:
             version, kwargs = self._newer(version, kwargs, '1.13',
                                           urgent=True)
+        elif cast_ttl:
+            return rpc.cast_within(self._client, context, 'heartbeat',
+                                   cast_ttl, version=version, **kwargs)
         return self._call(context, 'heartbeat', version=version, **kwargs)
 
     def can_confirm_releases(self):
@@ -292,9 +299,10 @@ class ConductorAPI:
 
     # Fleet rollouts (1.18).
     def create_rollout(self, context, values, dry_run=False):
+        given = values or {}
         version = '1.18'
-        if {'parameters', 'timeout'} & set(values) or \
-                'labels' in (values.get('selector') or {}):
+        if {'parameters', 'timeout'} & set(given) or \
+                'labels' in (given.get('selector') or {}):
             version = '1.19'
         self._require(version, 'roll out changes with these options')
         return self._call(context, 'create_rollout', version=version,

@@ -33,7 +33,10 @@ def ConductorAPIOn(topic):
     return rpcapi.ConductorAPI(timeout=20, topic=topic)
 
 
-@pytest.fixture(scope='module')
+# Per test: a module-wide cloud would still run its periodic tasks (on the
+# process-wide database option) while the MariaDB test below points that
+# option elsewhere and clears it.
+@pytest.fixture
 def app_over_rabbit():
     with rabbitmq_vhost() as url:
         cloud = cloud_module.Cloud(

@@ -79,3 +79,68 @@ def test_stopping_urgent_beats_never_started_or_twice():
     beats.start()
     beats.stop()
     beats.stop()
+
+
+class BeatRecorder:
+    """A conductor's heartbeat endpoint: what it got, with the deadline."""
+
+    target = messaging.Target(version='1.19')
+
+    def __init__(self):
+        self.beats = []
+        self.got = threading.Event()
+
+    def heartbeat(self, ctxt, host, agent_version, inventory_hash,
+                  health=None, urgent=False):
+        self.beats.append((host, urgent, ctxt.deadline))
+        self.got.set()
+
+
+def test_regular_beats_are_casts_that_expire(serve):
+    """A cast beat reaches the conductor with a deadline cast_ttl away
+    (nothing is sent back); one that waited past it is dropped unserved
+    by a conductor that drops late calls; urgent beats stay calls."""
+    conductor = BeatRecorder()
+    serve(conductor, drop_late=True)
+    api = conductor_rpcapi.ConductorAPI(timeout=5)
+    before = time.time()
+    assert api.heartbeat(context.get_admin_context(), 'h1', '1.2', 'hash',
+                         [], cast_ttl=20) is None
+    assert conductor.got.wait(5)
+    [(host, urgent, deadline)] = conductor.beats
+    assert (host, urgent) == ('h1', False)
+    assert before + 20 <= deadline <= time.time() + 20
+    # Late: the queue held it longer than its ttl.
+    conductor.got.clear()
+    late = context.get_admin_context()
+    late.deadline = time.time() - 1
+    from cyborg_like.common import rpc
+    cctxt = api._client.prepare(version='1.13')
+    cctxt.cast(late, 'heartbeat', host='h2', agent_version='1.2',
+               inventory_hash='hash', health=[])
+    assert not conductor.got.wait(1)
+    assert [b[0] for b in conductor.beats] == ['h1']
+    assert rpc.TRANSPORT is not None
+    api.heartbeat(context.get_admin_context(), 'h3', '1.2', 'hash', [],
+                  urgent=True, cast_ttl=20)
+    assert conductor.beats[-1][:2] == ('h3', True)
+
+
+def test_the_agent_periodic_casts_unless_told_not_to(serve):
+    from cyborg_like.conf import CONF
+    conductor = BeatRecorder()
+    serve(conductor)
+    sent = []
+
+    class Api:
+        def heartbeat(self, ctxt, host, *args, **kwargs):
+            sent.append(kwargs)
+
+    tracker = resource_tracker.ResourceTracker('h1', CONF, Api(), drivers={})
+    tracker.regular_heartbeat()
+    CONF.set_override('heartbeat_cast', False, group='agent')
+    try:
+        tracker.regular_heartbeat()
+    finally:
+        CONF.clear_override('heartbeat_cast', group='agent')
+    assert sent == [{'cast_ttl': 2 * CONF.agent.heartbeat_interval}, {}]
