@@ -267,6 +267,12 @@ class ReadModel:
     def stop(self):
         self._stopping.set()
         self._wake.set()
+        # The thread first: it is what starts the listener, and one
+        # started after a look at ``_server`` here would be left polling
+        # a transport that is going away (for ever, if its vhost is).
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+            self._thread = None
         if self._server is not None:
             try:
                 self._server.stop()
@@ -274,9 +280,6 @@ class ReadModel:
             except Exception as error:
                 LOG.debug('Stopping the read model listener: %s', error)
             self._server = None
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-            self._thread = None
         self._pid = None
         _MODELS.discard(self)
 
