@@ -7,7 +7,9 @@ second by one conductor, and the lag until the API shows them.
    ``--devices-per-host`` devices;
 3. for each heartbeat interval of ``--intervals``: ``--agent-procs``
    processes send, for ``--duration`` seconds, one heartbeat per host per
-   interval through ConductorAPI.heartbeat, each carrying one reading per
+   interval through ConductorAPI.heartbeat (casts, as the agent's
+   periodic sends them, or calls: each of ``--modes`` in turn), each
+   carrying one reading per
    device (utilization stamped with the time it was sent). Meanwhile the
    bench counts the rows reaching ``device_metrics`` (one per reading
    written; ``MAX(id)`` once a second) and polls
@@ -47,8 +49,9 @@ def run(args):
         infra.log('inventory in: %s', results['inventory'].get('report'))
         samples = _sample_devices(dep, args)
         for interval in [float(i) for i in args.intervals.split(',')]:
-            results['runs'].append(_one_run(dep, args, interval, samples,
-                                            prof))
+            for mode in args.modes.split(','):
+                results['runs'].append(_one_run(dep, args, interval,
+                                                samples, prof, mode))
         results['errors'] = {name: infra.count_log_errors(svc)
                              for name, svc in dep.services.items()}
     return results
@@ -111,11 +114,11 @@ class LagProbe(threading.Thread):
         api.close()
 
 
-def _one_run(dep, args, interval, samples, prof):
+def _one_run(dep, args, interval, samples, prof, mode='cast'):
     per_host = args.devices_per_host
     offered = args.hosts * per_host / interval
-    infra.log('heartbeats: %d hosts x %d devices every %.2fs = %.0f '
-              'readings/s offered, %d agent processes, %ds',
+    infra.log('heartbeats (%ss): %d hosts x %d devices every %.2fs = %.0f '
+              'readings/s offered, %d agent processes, %ds', mode,
               args.hosts, per_host, interval, offered, args.agent_procs,
               args.duration)
     start_at = time.time() + 10.0
@@ -131,7 +134,8 @@ def _one_run(dep, args, interval, samples, prof):
             hosts=count, devices_per_host=per_host, no_report=True,
             heartbeat_interval=interval,
             heartbeat_threads=args.heartbeat_threads,
-            heartbeat_start=start_at, duration=args.duration)
+            heartbeat_start=start_at, duration=args.duration,
+            heartbeat_cast=mode == 'cast')
         procs.append((svc, result_file))
     offsets = {name: svc.log_size() for name, svc in dep.services.items()}
     while time.time() < start_at:
@@ -189,6 +193,7 @@ def _one_run(dep, args, interval, samples, prof):
             'conductor_cpu_us_per_reading': round(
                 cores['conductor'] * 1e6 / max(1e-9, steady), 1)}
     result = {
+        'mode': mode,
         'interval_s': interval,
         'heartbeats_per_s': round(handled, 1),
         'cost': per_unit,

@@ -155,6 +155,10 @@ def main(argv=None):
     parser.add_argument('--serve-hosts', type=int, default=0)
     parser.add_argument('--heartbeat-interval', type=float, default=10.0)
     parser.add_argument('--heartbeat-threads', type=int, default=8)
+    parser.add_argument('--heartbeat-cast', action='store_true',
+                        help='send heartbeats as casts with a deadline two '
+                             "intervals away, as the agent's periodic does "
+                             '([agent] heartbeat_cast); else calls')
     parser.add_argument('--heartbeat-start', type=float, default=0.0,
                         help='wall-clock time to start heartbeats at '
                              '(0: at once)')
@@ -240,7 +244,9 @@ def main(argv=None):
             'bench_sent_at': sent_at, 'bench_seq': seq})
             for i, r in enumerate(readings_template)]
         began = time.monotonic()
-        conductor.heartbeat(admin, host, '1.0', digest, health)
+        conductor.heartbeat(admin, host, '1.0', digest, health,
+                            cast_ttl=2 * args.heartbeat_interval
+                            if args.heartbeat_cast else None)
         stats.ok(time.monotonic() - began, len(health))
 
     def heartbeats(my_hosts, offset):

@@ -89,6 +89,28 @@ AGG_B = 'b0000000-0000-4000-8000-00000000000b'
 FIRMWARE_IMAGE = 'f0000000-0000-4000-8000-0000000000f1'
 
 
+def _check_plans_of_every_kind(selector, cases):
+    """For each (value of ``selector``, hosts expected) of ``cases``, a
+    rollout of each kind plans the targets of exactly those hosts (2
+    regions, 1 card, or the host itself each) in host order."""
+    with db_api.writer() as session:
+        session.add(models.Bitstream(
+            uuid=FIRMWARE_IMAGE, name='fw', kind='firmware',
+            status=states.ACTIVE))
+    image = {'bitstream': 'bs-new', 'firmware': FIRMWARE_IMAGE,
+             'driver': rollouts.driver_image('opae', '2.0')}
+    per_host = {'bitstream': 2, 'firmware': 1, 'driver': 1}
+    for kind, (value, expected) in itertools.product(image, cases):
+        plan = rollouts.plan(kind, image[kind], {selector: value},
+                             {'canary': 0, 'waves': [100]})
+        assert plan['targets'] == per_host[kind] * len(expected), (kind,
+                                                                  value)
+        if expected:
+            [wave] = plan['waves']
+            assert (wave['hosts'], wave['first_host'], wave['last_host']) \
+                == (len(expected), expected[0], expected[-1])
+
+
 def test_selected_by_placement_aggregate_for_every_kind(migrated_db):
     _fleet(5)       # 10 regions on 5 cards on 5 hosts
     # As the Placement sync writes them; host-0003 is in both, host-0004
@@ -97,29 +119,13 @@ def test_selected_by_placement_aggregate_for_every_kind(migrated_db):
                              ('host-0002', [AGG_B]),
                              ('host-0003', [AGG_B, AGG_A])):
         placement_sync.set_aggregates(host, aggregates)
-    with db_api.writer() as session:
-        session.add(models.Bitstream(
-            uuid=FIRMWARE_IMAGE, name='fw', kind='firmware',
-            status=states.ACTIVE))
-    image = {'bitstream': 'bs-new', 'firmware': FIRMWARE_IMAGE,
-             'driver': rollouts.driver_image('opae', '2.0')}
-    per_host = {'bitstream': 2, 'firmware': 1, 'driver': 1}
-    for kind, hosts in itertools.product(image, (
-            ([AGG_A], ['host-0000', 'host-0001', 'host-0003']),
-            ([AGG_B], ['host-0002', 'host-0003']),
-            # In any of them; the case of a UUID does not matter.
-            ([AGG_A.upper(), AGG_B], ['host-0000', 'host-0001',
-                                      'host-0002', 'host-0003']),
-            (['c0000000-0000-4000-8000-00000000000c'], []))):
-        aggregates, expected = hosts
-        plan = rollouts.plan(kind, image[kind], {'aggregates': aggregates},
-                             {'canary': 0, 'waves': [100]})
-        assert plan['targets'] == per_host[kind] * len(expected), (kind,
-                                                                  aggregates)
-        if expected:
-            [wave] = plan['waves']
-            assert (wave['hosts'], wave['first_host'], wave['last_host']) \
-                == (len(expected), expected[0], expected[-1])
+    _check_plans_of_every_kind('aggregates', (
+        ([AGG_A], ['host-0000', 'host-0001', 'host-0003']),
+        ([AGG_B], ['host-0002', 'host-0003']),
+        # In any of them; the case of a UUID does not matter.
+        ([AGG_A.upper(), AGG_B], ['host-0000', 'host-0001',
+                                  'host-0002', 'host-0003']),
+        (['c0000000-0000-4000-8000-00000000000c'], [])))
     # With the other selectors; the targets written are those planned.
     rollout = rollouts.create(
         {'kind': 'bitstream', 'image': 'bs-new', 'selector': {
@@ -131,7 +137,8 @@ def test_selected_by_placement_aggregate_for_every_kind(migrated_db):
     assert rollout['selector'] == {'aggregates': [AGG_B],
                                    'deployable_names': ['region1']}
     with pytest.raises(exception.Invalid):
-        rollouts.create({'kind': 'driver', 'image': image['driver'],
+        rollouts.create({'kind': 'driver',
+                         'image': rollouts.driver_image('opae', '2.0'),
                          'selector': {'aggregates': [AGG_A],
                                       'hostnames': ['host-0002']}},
                         'p1', ME, NOW)
@@ -150,26 +157,11 @@ def test_selected_by_host_labels_for_every_kind(migrated_db):
     hosts.set_labels('host-0003', {'ring': 'canary'}, 60)
     assert hosts.set_labels('host-0003', {'ring': None, 'rack': 'r2'}, 60)[
         'labels'] == {'rack': 'r2'}
-    with db_api.writer() as session:
-        session.add(models.Bitstream(
-            uuid=FIRMWARE_IMAGE, name='fw', kind='firmware',
-            status=states.ACTIVE))
-    image = {'bitstream': 'bs-new', 'firmware': FIRMWARE_IMAGE,
-             'driver': rollouts.driver_image('opae', '2.0')}
-    per_host = {'bitstream': 2, 'firmware': 1, 'driver': 1}
-    for kind, (labels, expected) in itertools.product(image, (
-            ({'ring': 'canary'}, ['host-0000', 'host-0001']),
-            ({'ring': 'canary', 'rack': 'r2'}, ['host-0001']),
-            ({'rack': 'r2'}, ['host-0001', 'host-0003']),
-            ({'ring': 'canary', 'rack': 'r3'}, []))):
-        plan = rollouts.plan(kind, image[kind], {'labels': labels},
-                             {'canary': 0, 'waves': [100]})
-        assert plan['targets'] == per_host[kind] * len(expected), (kind,
-                                                                  labels)
-        if expected:
-            [wave] = plan['waves']
-            assert (wave['hosts'], wave['first_host'], wave['last_host']) \
-                == (len(expected), expected[0], expected[-1])
+    _check_plans_of_every_kind('labels', (
+        ({'ring': 'canary'}, ['host-0000', 'host-0001']),
+        ({'ring': 'canary', 'rack': 'r2'}, ['host-0001']),
+        ({'rack': 'r2'}, ['host-0001', 'host-0003']),
+        ({'ring': 'canary', 'rack': 'r3'}, [])))
     with pytest.raises(exception.HostNotFound):
         hosts.set_labels('nowhere', {'ring': 'canary'}, 60)
 
