@@ -202,10 +202,10 @@ class ResourceTracker:
                 self._reported_hash, self.health(), **extra)
 
     def regular_heartbeat(self):
-        """The periodic's beat: a cast when ``[agent] heartbeat_cast``
-        (the conductor sends nothing back; a beat left in the queue
-        longer than two intervals is dropped unserved, the next one
-        carrying newer readings), else a call."""
+        """The periodic's beat: a call, or a cast when ``[agent]
+        heartbeat_cast`` (the conductor sends nothing back; a beat left in
+        the queue longer than two intervals is dropped unserved, the next
+        one carrying newer readings)."""
         interval = self.conf.agent.heartbeat_interval
         self.heartbeat(cast_ttl=2 * interval
                        if self.conf.agent.heartbeat_cast else None)

@@ -18,17 +18,19 @@ opts = [
                help='Seconds between two heartbeats to the conductor. Keep '
                     'it well below [conductor] host_down_after.'),
     cfg.BoolOpt('heartbeat_cast',
-                default=True,
+                default=False,
                 help='Send the regular heartbeats as RPC casts: the '
-                     'conductor sends no reply, which is about a fifth of '
-                     'its work per beat (docs/benchmarks.md). A cast beat '
-                     'carries a deadline two heartbeat intervals away and '
-                     'is dropped unserved by a conductor that takes it '
-                     'later (a backlog): the next beat carries newer '
-                     'readings. Clocks must be in sync, as for every '
-                     'deadline. A driver\'s urgent beat (a health change) '
-                     'is always a call. False: every beat is a call, and '
-                     'a conductor that does not answer is logged.'),
+                     'conductor sends no reply. A cast beat carries a '
+                     'deadline two heartbeat intervals away and is dropped '
+                     'unserved by a conductor that takes it later: the '
+                     'next beat carries newer readings. Clocks must be in '
+                     'sync, as for every deadline. Off by default: casts '
+                     'have no back-pressure, so a fleet that beats faster '
+                     'than the conductors ingest fills their queue, where '
+                     'the API\'s calls then wait behind the beats, and '
+                     'most beats expire unread (docs/benchmarks.md, '
+                     '"Heartbeats as casts"). A driver\'s urgent beat is '
+                     'always a call.'),
     cfg.StrOpt('bitstream_dir',
                default='$state_path/bitstreams',
                help='Directory holding the bitstreams this host can program, '

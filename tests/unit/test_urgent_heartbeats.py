@@ -126,7 +126,7 @@ def test_regular_beats_are_casts_that_expire(serve):
     assert conductor.beats[-1][:2] == ('h3', True)
 
 
-def test_the_agent_periodic_casts_unless_told_not_to(serve):
+def test_the_agent_periodic_calls_unless_told_to_cast(serve):
     from cyborg_like.conf import CONF
     conductor = BeatRecorder()
     serve(conductor)
@@ -138,9 +138,9 @@ def test_the_agent_periodic_casts_unless_told_not_to(serve):
 
     tracker = resource_tracker.ResourceTracker('h1', CONF, Api(), drivers={})
     tracker.regular_heartbeat()
-    CONF.set_override('heartbeat_cast', False, group='agent')
+    CONF.set_override('heartbeat_cast', True, group='agent')
     try:
         tracker.regular_heartbeat()
     finally:
         CONF.clear_override('heartbeat_cast', group='agent')
-    assert sent == [{'cast_ttl': 2 * CONF.agent.heartbeat_interval}, {}]
+    assert sent == [{}, {'cast_ttl': 2 * CONF.agent.heartbeat_interval}]
