@@ -115,8 +115,9 @@ class ConductorManager:
         self.heartbeats.add(context, host, agent_version, inventory_hash,
                             health or [], urgent=urgent)
 
-    def list_hosts(self, context):
-        return hosts.list_hosts(self.conf.conductor.host_down_after)
+    def list_hosts(self, context, limit=None, marker=None):
+        return hosts.list_hosts(self.conf.conductor.host_down_after, limit,
+                                marker)
 
     # Devices and deployables.
     def list_devices(self, context, filters, limit, marker, sort_key,

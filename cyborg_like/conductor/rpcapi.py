@@ -38,7 +38,8 @@ History (bump the minor version for every compatible change, and note it):
          changed families; docs/design.md)
 * 1.18 - fleet rollouts: create_rollout (or its dry run), list_rollouts,
          get_rollout, list_rollout_targets, rollout_action
-* 1.19 - set_host_labels; create_rollout takes a driver rollout's
+* 1.19 - set_host_labels; list_hosts takes limit and marker; create_rollout
+         takes a driver rollout's
          parameters and timeout, and selector labels (never sent to older
          conductors: they would ignore them)
 """
@@ -138,8 +139,15 @@ class ConductorAPI:
     def get_deployable(self, context, uuid):
         return self._call(context, 'get_deployable', uuid=uuid)
 
-    def list_hosts(self, context):
-        return self._call(context, 'list_hosts')
+    def list_hosts(self, context, limit=None, marker=None):
+        """A page of hosts in hostname order after ``marker``; a
+        conductor before 1.19 answers every host, paged here."""
+        if self._client.can_send_version('1.19'):
+            return self._call(context, 'list_hosts', version='1.19',
+                              limit=limit, marker=marker)
+        found = [h for h in self._call(context, 'list_hosts')
+                 if marker is None or h['hostname'] > marker]
+        return found[:limit] if limit is not None else found
 
     # Device profiles (1.1).
     def create_device_profile(self, context, name, groups, description):

@@ -44,13 +44,16 @@ def agent_at_least(session, hostname, wanted):
         return False
 
 
-def list_hosts(down_after):
-    """Every host with ``state`` up or down by its last heartbeat."""
+def list_hosts(down_after, limit=None, marker=None):
+    """A page of hosts in hostname order after ``marker`` (a hostname),
+    each with ``state`` up or down by its last heartbeat."""
     cutoff = utcnow() - datetime.timedelta(seconds=down_after)
     with api.reader() as session:
-        rows = session.scalars(
-            sa.select(models.Host).order_by(models.Host.hostname)).all()
-        drained = _drained_devices(session)
+        query = sa.select(models.Host).order_by(models.Host.hostname)
+        if marker is not None:
+            query = query.where(models.Host.hostname > marker)
+        rows = session.scalars(query.limit(limit)).all()
+        drained = _drained_devices(session, [h.hostname for h in rows])
         return [dict(_to_dict(host, cutoff),
                      drained_devices=drained.get(host.hostname, []))
                 for host in rows]
@@ -63,20 +66,22 @@ def get_host(hostname, down_after):
             models.Host.hostname == hostname)).first()
         if host is None:
             raise exception.HostNotFound(hostname=hostname)
-        drained = _drained_devices(session, hostname)
+        drained = _drained_devices(session, [hostname])
         return dict(_to_dict(host, cutoff),
                     drained_devices=drained.get(hostname, []))
 
 
-def _drained_devices(session, hostname=None):
+def _drained_devices(session, hostnames):
     """``{hostname: [{uuid, drained_by, reason}]}`` of every drained
-    device, in one query (db/driver_operations.py)."""
+    device of ``hostnames``, in one query (db/driver_operations.py)."""
     found = {}
+    if not hostnames:
+        return found
     rows = session.execute(
         sa.select(models.Device.hostname, models.Device.uuid,
                   models.Device.drained_by, models.Device.drain_reason)
         .where(models.Device.drained_by.is_not(None),
-               *([models.Device.hostname == hostname] if hostname else []))
+               models.Device.hostname.in_(hostnames))
         .order_by(models.Device.id))
     for hostname, uuid, drained_by, reason in rows:
         found.setdefault(hostname, []).append(

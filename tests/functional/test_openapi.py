@@ -435,6 +435,7 @@ LIST_QUERIES = {
                                       arq_schema.DEVICE_HEALTH)}}),
 }
 OTHER_QUERIES = {
+    '/v2/hosts': host_schema.LIST_QUERY['properties'],
     '/v2/devices/{uuid}/health':
         devices_controller._HEALTH_QUERY['properties'],
     '/v2/availability': availability_schema.QUERY['properties'],

@@ -14,6 +14,7 @@ from cyborg_like.db import devices
 from cyborg_like.db import heartbeats
 from cyborg_like.db import hosts
 from cyborg_like.db import inventory
+from cyborg_like.db import models
 
 # [health] as configured by default.
 HEALTH = types.SimpleNamespace(auto_drain=True, recovery_checks=3,
@@ -233,3 +234,22 @@ def test_lists_cost_the_same_queries_whatever_their_length(migrated_db,
     assert devices_queries['n'] == 1, devices_queries['statements']
     assert deployables_queries['n'] == 2, deployables_queries['statements']
     assert reconcile_queries['n'] <= 8, reconcile_queries['statements']
+
+
+def test_hosts_are_listed_in_pages_with_their_drained_devices(migrated_db):
+    for n in range(5):
+        _apply('h%d' % n, [_gpu(1)])
+    with db_api.writer() as session:
+        session.execute(sa.update(models.Device).where(
+            models.Device.hostname.in_(['h1', 'h3'])).values(
+            drained_by='op-1', drain_reason='a driver change'))
+    pages, marker = [], None
+    while True:
+        page = hosts.list_hosts(60, limit=2, marker=marker)
+        pages.append([(h['hostname'], len(h['drained_devices']))
+                      for h in page])
+        if len(page) < 2:
+            break
+        marker = page[-1]['hostname']
+    assert pages == [[('h0', 0), ('h1', 1)], [('h2', 0), ('h3', 1)],
+                     [('h4', 0)]]

@@ -257,3 +257,24 @@ def test_rollout_options_a_1_18_conductor_would_ignore_are_refused(
         api.set_host_labels(admin, 'h1', {'ring': 'canary'})
     api.create_rollout(admin, {'kind': 'bitstream', 'image': 'bs'})
     assert endpoint.calls == [{'kind': 'bitstream', 'image': 'bs'}]
+
+
+class HostsOf118:
+    """A 1.18 conductor: list_hosts answers every host."""
+
+    target = messaging.Target(version='1.18')
+
+    def list_hosts(self, ctxt):
+        return [{'hostname': 'h%d' % n} for n in range(5)]
+
+
+def test_hosts_are_paged_by_the_client_for_a_1_18_conductor(
+        serve, conductor_cap):
+    serve(HostsOf118())
+    conductor_cap('1.18')
+    api = conductor_rpcapi.ConductorAPI(timeout=5)
+    admin = context.get_admin_context()
+    assert [h['hostname'] for h in api.list_hosts(admin, limit=2,
+                                                  marker='h1')] == \
+        ['h2', 'h3']
+    assert len(api.list_hosts(admin)) == 5

@@ -17,6 +17,19 @@ def labels(removable=False):
             'propertyNames': LABEL_KEY, 'additionalProperties': value}
 
 
+HOSTNAME = {'type': 'string', 'pattern': r'^[A-Za-z0-9._-]{1,255}\Z'}
+
+# GET /v2/hosts: pages in hostname order; the marker is the last hostname
+# of the previous page.
+LIST_QUERY = {
+    'type': 'object',
+    'properties': {
+        'limit': {'type': 'string', 'pattern': r'^[1-9][0-9]{0,8}\Z'},
+        'marker': HOSTNAME,
+    },
+    'additionalProperties': False,
+}
+
 # PATCH /v2/hosts/{hostname}: labels merged into the host's; null removes.
 PATCH = {
     'type': 'object',

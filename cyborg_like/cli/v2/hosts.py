@@ -15,7 +15,7 @@ class ListHost(common.Lister):
         return common.add_long(super().get_parser(prog_name))
 
     def take_action(self, args):
-        hosts = self.api.get('/hosts')['hosts']
+        hosts = self.api.list('/hosts', 'hosts')
         return common.rows(hosts, LONG_COLUMNS if args.long else COLUMNS)
 
 

@@ -1,9 +1,12 @@
 """/v2/hosts: compute hosts with an agent, up or down, with their driver
 versions and drained devices (ours); driver operations below each."""
 
+import urllib.parse
+
 import pecan
 from pecan import rest
 
+from cyborg_like.api import hooks
 from cyborg_like.api import policy
 from cyborg_like.api import validation
 from cyborg_like.api.controllers.v2 import driver_operations
@@ -14,13 +17,25 @@ class HostsController(rest.RestController):
     driver_operations = driver_operations.DriverOperationsController()
 
     @pecan.expose('json')
-    def get_all(self):
+    def get_all(self, **params):
+        """A page of hosts in hostname order; ``next`` when it is full
+        (its marker the page's last hostname)."""
         policy.authorize('cyborg:host:get_all', pecan.request.context,
                          policy.CLOUD)
-        validation.validate({'type': 'object', 'additionalProperties': False},
-                            dict(pecan.request.GET))
-        return {'hosts': pecan.request.conductor_api.list_hosts(
-            pecan.request.context)}
+        validation.validate(schema.LIST_QUERY, params)
+        max_limit = pecan.request.api_conf.max_limit
+        limit = min(int(params.get('limit', max_limit)), max_limit)
+        found = pecan.request.conductor_api.list_hosts(
+            pecan.request.context, limit=limit,
+            marker=params.get('marker'))
+        body = {'hosts': found}
+        if len(found) == limit:
+            query = dict(params, limit=str(limit),
+                         marker=found[-1]['hostname'])
+            body['next'] = '%s/v2/hosts?%s' % (
+                hooks.public_url(pecan.request),
+                urllib.parse.urlencode(sorted(query.items())))
+        return body
 
     @pecan.expose('json')
     def get_one(self, hostname):
