@@ -136,7 +136,8 @@ def test_host_list_table_and_json(cli, cyborg):
                          'agent_version'}
     rows = table_rows(cli.ok('host', 'list', '--long'))
     assert rows[0] == ['hostname', 'state', 'last_heartbeat',
-                       'agent_version', 'inventory_hash']
+                       'agent_version', 'inventory_hash', 'labels',
+                       'aggregates']
     assert rows[1][:2] == [cyborg.host, 'up']
     assert rows[1][4] == api(cyborg, '/hosts')['hosts'][0]['inventory_hash']
 
