@@ -38,10 +38,10 @@ History (bump the minor version for every compatible change, and note it):
          changed families; docs/design.md)
 * 1.18 - fleet rollouts: create_rollout (or its dry run), list_rollouts,
          get_rollout, list_rollout_targets, rollout_action
-* 1.19 - set_host_labels; list_hosts takes limit and marker; create_rollout
-         takes a driver rollout's
-         parameters and timeout, and selector labels (never sent to older
-         conductors: they would ignore them)
+* 1.19 - set_host_labels; list_hosts takes limit and marker (the client
+         pages an older conductor's whole answer); create_rollout takes a
+         driver rollout's parameters and timeout, and selector labels
+         (never sent to older conductors: they would ignore them)
 """
 
 import oslo_messaging as messaging

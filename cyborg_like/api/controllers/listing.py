@@ -16,8 +16,7 @@ class ListQuery:
         validation.validate(validation.list_query_schema(
             filters, sort_keys, filter_schemas), params)
         self.filters = {k: v for k, v in params.items() if k in filters}
-        max_limit = pecan.request.api_conf.max_limit
-        self.limit = min(int(params.get('limit', max_limit)), max_limit)
+        self.limit = page_size(params)
         self.marker = params.get('marker')
         self.sort_key = params.get('sort_key', 'created_at')
         self.sort_dir = params.get('sort_dir', 'asc')
@@ -33,12 +32,24 @@ class ListQuery:
         """
         body = {resource: [view(item) for item in items]}
         if len(items) == self.limit:
-            params = dict(self._params, limit=str(self.limit),
-                          marker=items[-1]['uuid'])
-            body['next'] = '%s/v2/%s?%s' % (
-                hooks.public_url(pecan.request), resource,
-                urllib.parse.urlencode(sorted(params.items())))
+            body['next'] = next_link(resource, self._params, self.limit,
+                                     items[-1]['uuid'])
         return body
+
+
+def page_size(params):
+    """The validated ``limit`` of a list's query, cut to ``[api]
+    max_limit`` (also the default)."""
+    max_limit = pecan.request.api_conf.max_limit
+    return min(int(params.get('limit', max_limit)), max_limit)
+
+
+def next_link(resource, params, limit, marker):
+    """The URL of the page after one that ended with ``marker``: the
+    same query, ``limit`` and ``marker`` set."""
+    query = dict(params, limit=str(limit), marker=marker)
+    return '%s/v2/%s?%s' % (hooks.public_url(pecan.request), resource,
+                            urllib.parse.urlencode(sorted(query.items())))
 
 
 def self_link(resource, uuid):

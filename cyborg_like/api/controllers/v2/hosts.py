@@ -1,14 +1,12 @@
 """/v2/hosts: compute hosts with an agent, up or down, with their driver
 versions and drained devices (ours); driver operations below each."""
 
-import urllib.parse
-
 import pecan
 from pecan import rest
 
-from cyborg_like.api import hooks
 from cyborg_like.api import policy
 from cyborg_like.api import validation
+from cyborg_like.api.controllers import listing
 from cyborg_like.api.controllers.v2 import driver_operations
 from cyborg_like.api.schemas import hosts as schema
 
@@ -23,18 +21,14 @@ class HostsController(rest.RestController):
         policy.authorize('cyborg:host:get_all', pecan.request.context,
                          policy.CLOUD)
         validation.validate(schema.LIST_QUERY, params)
-        max_limit = pecan.request.api_conf.max_limit
-        limit = min(int(params.get('limit', max_limit)), max_limit)
+        limit = listing.page_size(params)
         found = pecan.request.conductor_api.list_hosts(
             pecan.request.context, limit=limit,
             marker=params.get('marker'))
         body = {'hosts': found}
         if len(found) == limit:
-            query = dict(params, limit=str(limit),
-                         marker=found[-1]['hostname'])
-            body['next'] = '%s/v2/hosts?%s' % (
-                hooks.public_url(pecan.request),
-                urllib.parse.urlencode(sorted(query.items())))
+            body['next'] = listing.next_link('hosts', params, limit,
+                                             found[-1]['hostname'])
         return body
 
     @pecan.expose('json')

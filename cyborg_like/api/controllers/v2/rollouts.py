@@ -8,12 +8,10 @@ have, and nothing is written. pause, resume, abort and rollback are
 actions of their own, as an operation's cancel is.
 """
 
-import urllib.parse
 
 import pecan
 from pecan import rest
 
-from cyborg_like.api import hooks
 from cyborg_like.api import policy
 from cyborg_like.api import validation
 from cyborg_like.api.controllers import listing
@@ -73,17 +71,15 @@ class RolloutsController(rest.RestController):
                    if k in params}
         if 'wave' in params:
             filters['wave'] = int(params['wave'])
-        max_limit = pecan.request.api_conf.max_limit
-        limit = min(int(params.get('limit', max_limit)), max_limit)
+        limit = listing.page_size(params)
         marker = int(params['marker']) if 'marker' in params else None
         found = pecan.request.conductor_api.list_rollout_targets(
             pecan.request.context, uuid, filters, limit, marker)
         body = {'targets': found}
         if len(found) == limit:
-            query = dict(params, limit=str(limit), marker=str(found[-1]['id']))
-            body['next'] = '%s/v2/%s/%s/targets?%s' % (
-                hooks.public_url(pecan.request), RESOURCE, uuid,
-                urllib.parse.urlencode(sorted(query.items())))
+            body['next'] = listing.next_link(
+                '%s/%s/targets' % (RESOURCE, uuid), params, limit,
+                str(found[-1]['id']))
         return body
 
     def _act(self, uuid, action):
