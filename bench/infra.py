@@ -141,8 +141,9 @@ def machine_facts():
                         ).stdout.strip()
             facts['product_tree'] = ('uncommitted changes' if dirty
                                      else 'clean')
-        except (BenchError, OSError):
-            pass
+        except (HarnessError, OSError):
+            # Not a git checkout (a copy, an unmarked export): no commit.
+            facts['commit'] = 'unknown'
     return facts
 
 

@@ -34,6 +34,7 @@ from oslo_log import log as logging
 from pecan import hooks
 import webob.exc
 
+from cyborg_like.api import arq_cache
 from cyborg_like.api import hooks as hooks_lib
 from cyborg_like.api import policy
 from cyborg_like.common import context as context_lib
@@ -77,6 +78,9 @@ ENDED_BY = {'get_operation': _OPERATION_ENDED,
 # taken to be later than it says, against the wall clock of this process
 # when its copy was asked for (clocks in sync, as deadlines need).
 CLOCK_MARGIN = 2.0
+
+# Conductor calls that change nothing (the others may change ARQs).
+_READS = ('list_', 'get_', 'can_', 'read_model_snapshot')
 
 _MODELS = weakref.WeakSet()
 
@@ -171,6 +175,8 @@ class ReadModel:
         self._families = {}
         self._attributes = None
         self._announced = {}
+        # When a generation-only family last moved by an announcement.
+        self._heard = {}
         self._confirmed_at = None
         self._confirmed_wall = None
         self._writes = {}
@@ -184,12 +190,13 @@ class ReadModel:
         _MODELS.add(self)
 
     # What handlers use.
-    def family(self, name, attributes=False):
+    def family(self, name, attributes=False, wait=True):
         """The current copy of family ``name`` (its attributes' copy with
-        ``attributes``), or None."""
+        ``attributes``), or None; ``wait``: for the snapshot a write of
+        this process asked for, a moment."""
         self._ensure_started()
         with self._lock:
-            if name in self._writes:
+            if name in self._writes and wait:
                 # Read-your-writes: the snapshot the write asked for.
                 self._refreshed.wait_for(lambda: name not in self._writes,
                                          WRITE_WAIT)
@@ -224,6 +231,12 @@ class ReadModel:
             newer = False
             for name, generation in generations.items():
                 family = self._families.get(name)
+                if name in contract.GENERATION_ONLY:
+                    # Nothing to read: the announcement is the change.
+                    if family is not None and generation > family.generation:
+                        self._families[name] = Family(generation, [], None)
+                        self._heard[name] = time.monotonic()
+                    continue
                 if family is None or generation > family.generation:
                     if generation > self._announced.get(name, (-1, 0))[0]:
                         self._announced[name] = (generation,
@@ -327,6 +340,7 @@ class ReadModel:
             else:
                 built[name] = Family(generations[name], rows, dialect)
         with self._lock:
+            self._generations_only(generations, started)
             if 'attributes' in built:
                 self._attributes = built.pop('attributes')
             self._families.update(built)
@@ -335,7 +349,8 @@ class ReadModel:
                 # are in it (or are of a database since restored).
                 if self._announced.get(name, (0, 0))[1] <= started:
                     self._announced.pop(name, None)
-            for name, generation in generations.items():
+            for name in contract.FAMILIES:
+                generation = generations.get(name)
                 family = self._families.get(name)
                 if family is not None and family.generation != generation:
                     # Moved while read (or went back: a restored
@@ -351,6 +366,21 @@ class ReadModel:
                             in self._writes.items() if write_seq > seq}
             self._refreshed.notify_all()
         return bool(built)
+
+    def _generations_only(self, generations, started):
+        # Their generation is the snapshot's, unless an announcement
+        # heard since it was asked for is newer (one heard before is in
+        # it, or is of a database since restored).
+        for name in contract.GENERATION_ONLY:
+            if name not in generations:
+                continue    # a conductor older than RPC 1.20
+            family = self._families.get(name)
+            if family is not None and family.generation > \
+                    generations[name] and \
+                    self._heard.get(name, 0) > started:
+                continue
+            if family is None or family.generation != generations[name]:
+                self._families[name] = Family(generations[name], [], None)
 
     def wait_current(self, timeout):
         """Wait until every family's copy is current (tests, and the
@@ -447,22 +477,39 @@ class ModelledConductorAPI:
     """The conductor client, with the read methods served from the copies
     when they can be."""
 
-    def __init__(self, conductor_api, model):
+    def __init__(self, conductor_api, model, arqs):
         self._api = conductor_api
         self.model = model
+        self.arqs = arqs
 
     def __getattr__(self, name):
         method = getattr(self._api, name)
         if name in ENDED_BY:
             return self._showing_ends(method, *ENDED_BY[name])
-        families = WRITES.get(name)
-        if families is None:
+        if name.startswith(_READS):
             return method
+        families = WRITES.get(name)
 
         def write(*args, **kwargs):
-            with self.model.writing(families):
-                return method(*args, **kwargs)
+            # Any call but a read may change an ARQ: answers kept from
+            # before it are not given after it.
+            with self.arqs.writing():
+                if families is None:
+                    return method(*args, **kwargs)
+                with self.model.writing(families):
+                    return method(*args, **kwargs)
         return write
+
+    def get_arq(self, context, uuid):
+        return self.arqs.get(context, uuid, lambda: self.__getattr__(
+            'get_arq')(context, uuid))
+
+    def list_arqs(self, context, filters, limit, marker, sort_key,
+                  sort_dir):
+        query = [filters, limit, marker, sort_key, sort_dir]
+        return self.arqs.list(context, query, lambda: self.__getattr__(
+            'list_arqs')(context, filters, limit, marker, sort_key,
+                         sort_dir))
 
     def _showing_ends(self, method, families, ended):
         def read(*args, **kwargs):
@@ -585,8 +632,9 @@ def wrap(conductor_api, conf):
     can_serve = getattr(conductor_api, 'can_serve_read_model', None)
     if not conf.api.read_model or can_serve is None or can_serve() is not True:
         return conductor_api
-    return ModelledConductorAPI(conductor_api, ReadModel(
-        conductor_api, conf.api.read_model_check_interval))
+    model = ReadModel(conductor_api, conf.api.read_model_check_interval)
+    return ModelledConductorAPI(conductor_api, model, arq_cache.ArqCache(
+        model, conf.api.read_model_arq_answers))
 
 
 # The reads the copies answer whose ETag is known before the handler runs:

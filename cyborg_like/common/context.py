@@ -54,3 +54,11 @@ def get_admin_context(request_id=None):
     if request_id:
         kwargs['request_id'] = request_id
     return RequestContext(**kwargs)
+
+
+def project_scope(context):
+    """The project an ARQ or operation query is limited to; None for
+    callers the API's policy (``all_projects_api``) let see them all."""
+    if getattr(context, 'all_projects', False):
+        return None
+    return context.project_id

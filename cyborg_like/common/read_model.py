@@ -10,7 +10,8 @@ the protocol is in docs/design.md, "The read model").
 History of the fanout API (``generations_changed``):
 
 * 1.0 - generations_changed(generations): {family: generation} after a
-        commit that changed those families
+        commit that changed those families (since conductor RPC 1.20 also
+        ``arqs``, a family whose generation only is announced)
 """
 
 TOPIC = 'cyborg_like-read-model'
@@ -22,6 +23,12 @@ DEVICES = 'devices'
 DEPLOYABLES = 'deployables'
 DEVICE_PROFILES = 'device_profiles'
 FAMILIES = (DEVICES, DEPLOYABLES, DEVICE_PROFILES)
+# ARQs and the handles they hold: no copy of their rows is kept, but their
+# generation is announced, and each API process keeps the ARQ answers it
+# got from the conductor while it stays (api/arq_cache.py).
+ARQS = 'arqs'
+GENERATION_ONLY = (ARQS,)
+ANNOUNCED = FAMILIES + GENERATION_ONLY
 
 # The tables of each family: a write to any of them bumps its generation.
 TABLES = {
@@ -29,6 +36,8 @@ TABLES = {
     'deployables': DEPLOYABLES,
     'attributes': DEPLOYABLES,
     'device_profiles': DEVICE_PROFILES,
+    'extended_accelerator_requests': ARQS,
+    'attach_handles': ARQS,
 }
 # A deleted row of these takes rows of other families with it (ON DELETE
 # CASCADE in the schema): deleting a device deletes its deployables.

@@ -44,13 +44,7 @@ from cyborg_like.db import snapshots
 
 LOG = logging.getLogger(__name__)
 
-
-def project_scope(context):
-    """The project an ARQ or operation query is limited to; None for
-    callers the API's policy (``all_projects_api``) let see them all."""
-    if getattr(context, 'all_projects', False):
-        return None
-    return context.project_id
+project_scope = context_lib.project_scope
 
 
 @rpc.callers_errors_expected

@@ -42,6 +42,9 @@ History (bump the minor version for every compatible change, and note it):
          pages an older conductor's whole answer); create_rollout takes a
          driver rollout's parameters and timeout, and selector labels
          (never sent to older conductors: they would ignore them)
+* 1.20 - read_model_snapshot's generations hold ``arqs`` too (a family
+         announced, not copied: api/arq_cache.py); an older conductor's
+         answer lacks it and the API then keeps no ARQ answers
 """
 
 import oslo_messaging as messaging
@@ -51,7 +54,7 @@ from cyborg_like.common import rpc
 from cyborg_like.conf import CONF
 
 TOPIC = 'cyborg_like-conductor'
-RPC_API_VERSION = '1.19'
+RPC_API_VERSION = '1.20'
 
 
 class ConductorAPI:

@@ -88,6 +88,17 @@ opts = [
                       'announcement can leave the copy behind, and the '
                       'copy is not used once no confirmation succeeded '
                       'for twice this long.'),
+    cfg.IntOpt('read_model_arq_answers',
+               default=4096, min=0,
+               help='How many answers of the conductor to ARQ shows and '
+                    'lists each API process keeps (least recently used '
+                    'first out) while the read model knows nothing they '
+                    'show changed: no ARQ, handle, device or profile '
+                    'change announced, no write of this process since. '
+                    'Nova\'s polling of an instance\'s ARQs and repeated '
+                    'shows then cost no call to the conductor. 0 keeps '
+                    'none. Used with [api] read_model and conductors at '
+                    'RPC 1.20.'),
     cfg.StrOpt('public_endpoint',
                help='Public URL of the API to use in links, when it is '
                     'served behind a proxy. Defaults to the URL of the '

@@ -63,6 +63,15 @@ def unserved():
             stack[-1].intersection_update(before)
 
 
+def touch(family):
+    """The writer's transaction changed what ``family`` serves in a way no
+    statement on its tables shows (a device's health, which ARQ answers
+    show, written inside ``unserved``)."""
+    stack = getattr(_LOCAL, 'stack', None)
+    if stack:
+        stack[-1].add(family)
+
+
 def begin():
     """A writer's transaction starts (writers may nest, each its own)."""
     if not hasattr(_LOCAL, 'stack'):
@@ -112,4 +121,4 @@ def unsubscribe(callback):
 def current(session):
     found = dict(session.execute(
         sa.select(GEN.family, GEN.generation)).all())
-    return {family: found.get(family, 0) for family in read_model.FAMILIES}
+    return {family: found.get(family, 0) for family in read_model.ANNOUNCED}

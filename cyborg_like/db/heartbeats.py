@@ -14,6 +14,7 @@ import sqlalchemy as sa
 
 from cyborg_like.common import exception
 from cyborg_like.common import inventory as wire
+from cyborg_like.common import read_model
 from cyborg_like.db import api
 from cyborg_like.db import generations
 from cyborg_like.db import health
@@ -50,6 +51,9 @@ def ingest(beats, retention, policy):
         with generations.unserved():
             # Readings only: SQL text, which leaves updated_at alone.
             changed, verdicts = _apply_health(session, beats, devices)
+        if changed:
+            # ARQ answers show the health of the device an ARQ holds.
+            generations.touch(read_model.ARQS)
         # Drains and recoveries move updated_at: the API's copy hears.
         moves = health.apply(session, verdicts, policy, now)
         placement_sync.mark_dirty(session, [c[1] for c in changed]

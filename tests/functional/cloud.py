@@ -40,8 +40,9 @@ BITSTREAMS = {
     'bs-broken': 'FAIL PR interface id mismatch: region expects 9346116d\n',
 }
 # What the API's read model serves (cyborg_like/api/read_model.py).
+# What the read model serves (ARQs: the answers it keeps).
 READ_MODEL_PATHS = ('/v2/devices', '/v2/deployables', '/v2/attributes',
-                    '/v2/device_profiles')
+                    '/v2/device_profiles', '/v2/accelerator_requests')
 
 
 def inventory_copy(directory):

@@ -231,3 +231,63 @@ def test_a_304_is_answered_before_the_handler_runs(cloud, monkeypatch):
                 cloud.app)
         assert response.status_int == (
             304 if path.startswith('/v2/device_profiles') else 403), path
+
+
+def _counting(cloud, monkeypatch, method):
+    asked = []
+    real = getattr(cloud.conductor_api, method)
+
+    def counted(*args, **kwargs):
+        asked.append(method)
+        return real(*args, **kwargs)
+    monkeypatch.setattr(cloud.conductor_api, method, counted)
+    return asked
+
+
+def _arq(cloud):
+    cloud.conductor_api.create_device_profile(
+        context.get_admin_context(), 'arq-answers',
+        [{'resources:PGPU': '1'}], None)
+    response = _call(cloud.app, 'POST', '/v2/accelerator_requests',
+                     {'device_profile_name': 'arq-answers'})
+    assert response.status_int == 201
+    return response.json['arqs'][0]['uuid']
+
+
+def test_arq_answers_are_given_again_until_a_change(cloud, monkeypatch,
+                                                    rpc_app):
+    """ARQ shows and lists (api/arq_cache.py): the conductor is asked
+    once while nothing changes; another client's change is seen once
+    announced; this process's own write at once; the answers are the
+    conductor's."""
+    uuid = _arq(cloud)
+    admin = context.get_admin_context()
+    assert read_model.wait_current()
+    shows = _counting(cloud, monkeypatch, 'get_arq')
+    lists = _counting(cloud, monkeypatch, 'list_arqs')
+    paths = ['/v2/accelerator_requests/%s' % uuid,
+             '/v2/accelerator_requests',
+             '/v2/accelerator_requests?limit=1&sort_dir=desc']
+    for _ in range(3):
+        for path in paths:
+            assert _get(cloud.app, path)[:2] == _get(rpc_app, path)[:2]
+    # Ours asked once per query; the API without the read model (the
+    # same client) every time.
+    assert (len(shows), len(lists)) == (1 + 3, 2 + 3 * 2)
+
+    # Another client's write: announced, then asked for again.
+    written = time.monotonic()
+    other = cloud.conductor_api.create_arqs(admin, 'arq-answers', None)
+    deadline = written + CONF.api.read_model_check_interval
+    while len(_get(cloud.app, paths[1])[1]['arqs']) != 2:
+        assert time.monotonic() < deadline, 'not seen once announced'
+        time.sleep(0.01)
+
+    # This process's own write: seen by its next read, whatever the
+    # announcement does meanwhile.
+    assert _call(cloud.app, 'DELETE', '/v2/accelerator_requests?arqs=%s'
+                 % other[0]['uuid']).status_int == 204
+    assert len(_get(cloud.app, paths[1])[1]['arqs']) == 1
+    assert _call(cloud.app, 'DELETE', '/v2/accelerator_requests?arqs=%s'
+                 % uuid).status_int == 204
+    assert _get(cloud.app, paths[0])[0] == 404

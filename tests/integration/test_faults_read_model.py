@@ -4,9 +4,12 @@ conductor restart (docs/faults.md, "The read model")."""
 
 import time
 
+import pytest
 import sqlalchemy as sa
 
 from .infra import wait_for
+
+pytestmark = pytest.mark.integration
 
 # [api] read_model_check_interval by default: a lost announcement is
 # caught up by the next confirmation, within twice this (docs/design.md).
@@ -68,3 +71,45 @@ def test_generations_go_on_after_a_conductor_restart(deployment):
             "WHERE family = 'device_profiles'")).scalar()
     assert after == before + 1
     dep.call('DELETE', '/v2/device_profiles/after-restart', None, 204)
+
+
+def test_an_arq_change_never_announced_is_found_by_generation(deployment):
+    """ARQ answers kept by the API (api/arq_cache.py): a change committed
+    without its generation is not seen (the answer is kept); once the
+    generation moves without an announcement, the next confirmation ends
+    the kept answer."""
+    dep = deployment
+    dep.call('POST', '/v2/device_profiles', {
+        'name': 'kept-answers', 'groups': [{'resources:PGPU': '1'}]}, 201)
+    arq = dep.call('POST', '/v2/accelerator_requests', {
+        'device_profile_name': 'kept-answers'}, 201).json()['arqs'][0]
+    path = '/v2/accelerator_requests/%s' % arq['uuid']
+
+    def reason():
+        resp = dep.get(path)
+        assert resp.status_code == 200, resp.text
+        return resp.json()['state_reason']
+
+    # Kept once the read model is current (it bootstraps on demand).
+    wait_for(lambda: _served(dep, '/v2/devices'), timeout=30,
+             message='The API never answered from its read model')
+    time.sleep(0.5)    # the create's announcement heard
+    assert reason() is None
+    with dep.engine.begin() as conn:
+        conn.execute(sa.text(
+            "UPDATE extended_accelerator_requests SET state_reason = "
+            "'written behind its back' WHERE uuid = :uuid"),
+            {'uuid': arq['uuid']})
+    time.sleep(2 * CHECK_INTERVAL + 1)
+    assert reason() is None, 'the answer was asked for again'
+    with dep.engine.begin() as conn:
+        conn.execute(sa.text(
+            "UPDATE read_generations SET generation = generation + 1 "
+            "WHERE family = 'arqs'"))
+    changed = time.monotonic()
+    wait_for(lambda: reason() == 'written behind its back', timeout=30,
+             message='The kept answer outlived its generation')
+    assert time.monotonic() - changed < 2 * CHECK_INTERVAL + 3
+    dep.call('DELETE', '/v2/accelerator_requests?arqs=%s' % arq['uuid'],
+             None, 204)
+    dep.call('DELETE', '/v2/device_profiles/kept-answers', None, 204)

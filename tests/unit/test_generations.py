@@ -2,10 +2,13 @@
 every change, announced after its commit, snapshots exact
 (db/generations.py, db/snapshots.py)."""
 
+import types
+
 import pytest
 
 from cyborg_like.common import inventory as wire
 from cyborg_like.db import api as db_api
+from cyborg_like.db import arqs
 from cyborg_like.db import attributes
 from cyborg_like.db import deployables
 from cyborg_like.db import device_profiles
@@ -52,13 +55,17 @@ def announced(migrated_db):
 
 def test_each_change_bumps_its_family_and_is_announced(announced):
     start = _now()
-    assert start == {'devices': 0, 'deployables': 0, 'device_profiles': 0}
+    assert start == {'devices': 0, 'deployables': 0, 'device_profiles': 0,
+                     'arqs': 0}
     _report('h1', [_gpu(1), _gpu(2)])
     after_report = _now()
     assert after_report['devices'] > 0 and after_report['deployables'] > 0
     assert after_report['device_profiles'] == 0
+    # Attach handles are what ARQ answers show of a binding.
+    assert after_report['arqs'] > 0
     assert announced[-1] == {'devices': after_report['devices'],
-                             'deployables': after_report['deployables']}
+                             'deployables': after_report['deployables'],
+                             'arqs': after_report['arqs']}
 
     device = devices.list_devices({}, 10)[0]
     devices.set_status(device['uuid'], 'maintaining')
@@ -77,13 +84,13 @@ def test_each_change_bumps_its_family_and_is_announced(announced):
     assert announced[-1] == {'device_profiles': 2}
 
 
-def _ingest(healthy, utilization):
+def _ingest(healthy, utilization, policy=HEALTH):
     reading = {'controlpath_id': _gpu(1)['controlpath_id'],
                'healthy': healthy, 'reasons': [] if healthy else ['Xid 79'],
                'utilization': {'gpu': utilization}}
     heartbeats.ingest([{'host': 'h1', 'agent_version': '1.0',
                         'inventory_hash': None, 'health': [reading],
-                        'received_at': hosts.utcnow()}], 10, HEALTH)
+                        'received_at': hosts.utcnow()}], 10, policy)
 
 
 def _served(uuid):
@@ -95,6 +102,7 @@ def test_readings_change_nothing_served_and_bump_nothing(announced):
     # device: the readings are not in what the copies serve.
     _report('h1', [_gpu(1)])
     uuid = devices.list_devices({}, 10, None, 'created_at', 'asc')[0]['uuid']
+    _ingest(healthy=True, utilization=1)    # its first health: a change
     before, served = _now(), _served(uuid)
     del announced[:]
     for load in (5, 70, 99):
@@ -102,6 +110,29 @@ def test_readings_change_nothing_served_and_bump_nothing(announced):
     assert _now() == before
     assert _served(uuid) == served
     assert announced == []
+
+
+def test_arq_writes_bump_arqs(announced):
+    _report('h1', [_gpu(1)])
+    device_profiles.create('p1', [{'resources:PGPU': '1'}])
+    before = _now()
+    created = arqs.create('p1', 'project')
+    assert _now() == dict(before, arqs=before['arqs'] + 1)
+    assert announced[-1] == {'arqs': before['arqs'] + 1}
+    arqs.delete([a['uuid'] for a in created])
+    assert _now()['arqs'] == before['arqs'] + 2
+
+
+def test_a_change_of_health_bumps_arqs(announced):
+    # ARQ answers show the health of the device an ARQ holds.
+    _report('h1', [_gpu(1)])
+    _ingest(healthy=True, utilization=1)
+    before = _now()
+    no_drains = types.SimpleNamespace(**dict(vars(HEALTH), auto_drain=False))
+    _ingest(healthy=False, utilization=1, policy=no_drains)
+    assert _now()['arqs'] == before['arqs'] + 1
+    _ingest(healthy=False, utilization=2, policy=no_drains)
+    assert _now()['arqs'] == before['arqs'] + 1
 
 
 def test_a_drain_by_heartbeat_bumps_devices(announced):

@@ -38,7 +38,6 @@ def test_committed_sample_is_current(tmp_path):
 
 from cyborg_like.api import policy as api_policy  # noqa: E402
 from cyborg_like.common import context as context_lib  # noqa: E402
-from cyborg_like.conductor import manager  # noqa: E402
 
 
 def _ctx(roles, project='p1', service_roles=()):
@@ -129,16 +128,16 @@ def test_all_projects_crosses_rpc_and_old_contexts_are_scoped():
     ctx.all_projects = True
     rebuilt = context_lib.RequestContext.from_dict(ctx.to_dict())
     assert rebuilt.all_projects is True
-    assert manager.project_scope(rebuilt) is None
+    assert context_lib.project_scope(rebuilt) is None
     older = ctx.to_dict()
     del older['all_projects']     # an API from before the flag
     older['is_admin'] = True
     older['roles'] = ['admin', 'service']
     rebuilt = context_lib.RequestContext.from_dict(older)
     assert rebuilt.all_projects is False
-    assert manager.project_scope(rebuilt) == 'service'
+    assert context_lib.project_scope(rebuilt) == 'service'
     # Only a real True widens the scope.
     older['all_projects'] = 'yes'
-    assert manager.project_scope(
+    assert context_lib.project_scope(
         context_lib.RequestContext.from_dict(older)) == 'service'
-    assert manager.project_scope(context_lib.get_admin_context()) is None
+    assert context_lib.project_scope(context_lib.get_admin_context()) is None

@@ -3,6 +3,7 @@ and filters, and how it re-syncs (api/read_model.py)."""
 
 import pytest
 
+from cyborg_like.api import arq_cache
 from cyborg_like.api import read_model
 
 
@@ -56,8 +57,9 @@ def conductor():
 
 @pytest.fixture
 def api(conductor):
-    return read_model.ModelledConductorAPI(
-        conductor, read_model.ReadModel(conductor, 60, background=False))
+    model = read_model.ReadModel(conductor, 60, background=False)
+    return read_model.ModelledConductorAPI(conductor, model,
+                                           arq_cache.ArqCache(model, 16))
 
 
 def _uuids(found):
@@ -178,6 +180,7 @@ def test_the_option_and_old_conductors_turn_it_off(conductor):
         class api:
             read_model = True
             read_model_check_interval = 1.0
+            read_model_arq_answers = 8
     assert read_model.wrap(conductor, Conf) is conductor   # no 1.17 there
     conductor.can_serve_read_model = lambda: True
     assert isinstance(read_model.wrap(conductor, Conf),
