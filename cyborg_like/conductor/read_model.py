@@ -6,7 +6,10 @@ by one thread, never by the writer: a write is never slowed or failed by
 the broker. Bumps waiting to be sent are merged (the highest generation per
 family), so a burst of writes is one message. A cast that fails is dropped:
 the API processes confirm their generations with the conductor every
-``[api] read_model_check_interval`` anyway (docs/design.md).
+``[api] read_model_check_interval`` anyway (docs/design.md). After a cast
+the thread waits ``[conductor] read_model_announce_spacing`` before the
+next: a stream of writes (every ARQ write bumps a generation) is a few
+casts a second, not one per commit.
 """
 
 import threading
@@ -26,7 +29,8 @@ CAST_RETRIES = 2
 
 class Publisher:
 
-    def __init__(self):
+    def __init__(self, spacing=0.0):
+        self._spacing = spacing
         target = messaging.Target(topic=read_model.TOPIC,
                                   version=read_model.VERSION)
         self._client = rpc.get_client(target)
@@ -66,6 +70,10 @@ class Publisher:
                     return
                 generations, self._waiting = self._waiting, {}
             self._send(generations)
+            if self._spacing:
+                with self._changed:
+                    self._changed.wait_for(lambda: self._stopping,
+                                           self._spacing)
 
     def _send(self, generations):
         try:

@@ -52,7 +52,8 @@ class ConductorService:
             conf.conductor.host_down_after)
         self.metrics = metrics.MetricsServer(conf, self.uuid)
         # Committed changes of the API's read model, cast to its processes.
-        self.read_model = read_model.Publisher()
+        self.read_model = read_model.Publisher(
+            conf.conductor.read_model_announce_spacing)
         self._periodic = periodic.Periodic('conductor-periodics', [
             (conf.conductor.service_heartbeat_interval, self._beat),
             (conf.conductor.service_heartbeat_interval,

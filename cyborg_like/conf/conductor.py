@@ -40,6 +40,17 @@ opts = [
                       'them to the database in one transaction. Larger '
                       'batches cost fewer writes; the health shown by the API '
                       'lags by up to this much.'),
+    cfg.FloatOpt('read_model_announce_spacing',
+                 default=0.05, min=0.0,
+                 help='Seconds a conductor waits after announcing committed '
+                      'changes to the API processes\' read model before it '
+                      'announces more; changes committed meanwhile go in one '
+                      'announcement. Every ARQ write is a change (its '
+                      'generation), so under a stream of writes this bounds '
+                      'the announcements each API process consumes; others\' '
+                      'writes reach the API processes up to this much later. '
+                      '0: one announcement per commit, as fast as they can '
+                      'be sent.'),
     cfg.IntOpt('metrics_retention',
                default=3600, min=60,
                help='Seconds of per-device health and utilization history '

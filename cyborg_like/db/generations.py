@@ -88,16 +88,30 @@ def bump(session):
     if not families:
         return {}
     # Sorted: two writers lock the rows in one order (no deadlock).
+    bumped = {}
     for family in families:
-        done = session.execute(
-            sa.update(GEN).where(GEN.family == family)
-            .values(generation=GEN.generation + 1))
-        if done.rowcount == 0:
+        bumped[family] = _increment(session, family)
+        if bumped[family] is None:
             session.execute(sa.insert(GEN).values(family=family,
                                                   generation=1))
-    return dict(session.execute(
-        sa.select(GEN.family, GEN.generation)
-        .where(GEN.family.in_(families))).all())
+            bumped[family] = 1
+    return bumped
+
+
+def _increment(session, family):
+    """One statement: the family's generation plus one, and its new value
+    (None: the family has no row yet). Every ARQ write pays it."""
+    table = GEN.__table__
+    query = sa.update(table).where(table.c.family == family)
+    if session.get_bind().dialect.name == 'mysql':
+        # MariaDB has no UPDATE ... RETURNING; LAST_INSERT_ID(expr) hands
+        # the value back in the statement's own answer (its insert id).
+        done = session.execute(query.values(
+            generation=sa.func.last_insert_id(table.c.generation + 1)))
+        return done.lastrowid if done.rowcount else None
+    row = session.execute(query.values(generation=table.c.generation + 1)
+                          .returning(table.c.generation)).first()
+    return row[0] if row else None
 
 
 def end(committed, generations):

@@ -20,13 +20,17 @@ def reserve(session, project_id, counts, limits):
     """Within the caller's transaction: take ``counts`` ({rc: n})."""
     for resource, count in sorted(counts.items()):
         limit = limits.get(resource)
-        _ensure_row(session, project_id, resource)
         query = sa.update(USAGE).where(USAGE.project_id == project_id,
                                        USAGE.resource == resource)
         if limit is not None and limit >= 0:
             query = query.where(USAGE.in_use + count <= limit)
-        if session.execute(query.values(in_use=USAGE.in_use + count)
-                           ).rowcount != 1:
+        query = query.values(in_use=USAGE.in_use + count)
+        # The row is there but for a project's first request: one
+        # statement in the usual case.
+        taken = session.execute(query).rowcount == 1
+        if not taken and _ensure_row(session, project_id, resource):
+            taken = session.execute(query).rowcount == 1
+        if not taken:
             in_use = session.scalar(sa.select(USAGE.in_use).where(
                 USAGE.project_id == project_id, USAGE.resource == resource))
             raise exception.QuotaExceeded(resource=resource, limit=limit,
@@ -50,6 +54,7 @@ def usage(project_id):
 
 
 def _ensure_row(session, project_id, resource):
+    """Add the usage row if it is missing; whether it was."""
     exists = session.scalar(sa.select(USAGE.id).where(
         USAGE.project_id == project_id, USAGE.resource == resource))
     if exists is None:
@@ -59,3 +64,4 @@ def _ensure_row(session, project_id, resource):
                                   in_use=0))
         except db_exc.DBDuplicateEntry:
             pass        # another conductor added it: it is there now
+    return exists is None

@@ -441,7 +441,7 @@ def test_a_driver_step_costs_the_same_queries_whatever_the_fleet(
     # load, gate (3), progress (3), the wave advanced, candidates; then
     # each host started costs its begin transaction (ours, and the driver
     # operation's own checks, drain and Placement mark).
-    assert costs[0] == costs[1] == 9 + 4 * 19, costs
+    assert costs[0] == costs[1] == 9 + 4 * 18, costs
 
 
 def _rollout_id(uuid):
