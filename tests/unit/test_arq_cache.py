@@ -4,8 +4,7 @@ process wrote nothing since; asked for again otherwise."""
 
 import pytest
 
-from cyborg_like.api import arq_cache
-from cyborg_like.api import read_model
+from tests.unit.test_read_model import modelled
 
 
 class Conductor:
@@ -54,17 +53,15 @@ class Context:
 
 
 @pytest.fixture
-def conductor():
-    return Conductor()
+def api():
+    api = modelled(Conductor(), answers=2)
+    api.model.refresh()
+    return api
 
 
 @pytest.fixture
-def api(conductor):
-    model = read_model.ReadModel(conductor, 60, background=False)
-    api = read_model.ModelledConductorAPI(conductor, model,
-                                          arq_cache.ArqCache(model, 2))
-    model.refresh()
-    return api
+def conductor(api):
+    return api._api
 
 
 def _show(api):
@@ -161,13 +158,12 @@ def test_the_least_recently_used_goes_first(api, conductor):
     assert conductor.asked == 4
 
 
-def test_nothing_is_kept_without_the_arq_generation(conductor):
+def test_nothing_is_kept_without_the_arq_generation():
     # A conductor older than RPC 1.20 does not say it.
+    conductor = Conductor()
     del conductor.generations['arqs']
-    model = read_model.ReadModel(conductor, 60, background=False)
-    api = read_model.ModelledConductorAPI(conductor, model,
-                                          arq_cache.ArqCache(model, 2))
-    model.refresh()
+    api = modelled(conductor, answers=2)
+    api.model.refresh()
     _show(api)
     _show(api)
     assert conductor.asked == 2

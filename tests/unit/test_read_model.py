@@ -55,11 +55,17 @@ def conductor():
     return Conductor()
 
 
+def modelled(conductor, answers=16):
+    """The API's conductor client over ``conductor``: copies kept by calls
+    to refresh only, ``answers`` ARQ answers kept."""
+    model = read_model.ReadModel(conductor, 60, background=False)
+    return read_model.ModelledConductorAPI(
+        conductor, model, arq_cache.ArqCache(model, answers))
+
+
 @pytest.fixture
 def api(conductor):
-    model = read_model.ReadModel(conductor, 60, background=False)
-    return read_model.ModelledConductorAPI(conductor, model,
-                                           arq_cache.ArqCache(model, 16))
+    return modelled(conductor)
 
 
 def _uuids(found):
