@@ -39,6 +39,7 @@ TABLES = {
     'extended_accelerator_requests': ARQS,
     'attach_handles': ARQS,
 }
-# A deleted row of these takes rows of other families with it (ON DELETE
-# CASCADE in the schema): deleting a device deletes its deployables.
-CASCADES = {'devices': (DEPLOYABLES,)}
+# A deleted row of these changes rows of other families (ON DELETE CASCADE
+# or SET NULL in the schema): deleting a device deletes its deployables,
+# their handles, and the handles' ARQs lose them.
+CASCADES = {'devices': (DEPLOYABLES, ARQS), 'deployables': (ARQS,)}

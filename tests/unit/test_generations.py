@@ -169,6 +169,8 @@ def test_a_vanished_device_bumps_the_deployables_it_took_along(announced):
     after = _now()
     assert after['devices'] > before['devices']
     assert after['deployables'] > before['deployables']
+    # Its handles went too: ARQs holding one lose it (SET NULL).
+    assert after['arqs'] > before['arqs']
 
 
 def test_generations_outlive_the_engine(migrated_db):
