@@ -137,17 +137,20 @@ class Family:
         ``limit``."""
         if sort_key != 'created_at':
             raise _Unanswerable()
-        rows = self.rows
-        if marker is not None:
-            index = self.by_uuid.get(marker)
-            if index is None:
+        # Positions, not slices: a page costs the rows it looks at, not a
+        # copy of the family.
+        if marker is None:
+            start = 0 if sort_dir == 'asc' else len(self.rows) - 1
+        else:
+            start = self.by_uuid.get(marker)
+            if start is None:
                 raise _Unanswerable()   # the conductor says 400 (or knows)
-            rows = rows[index + 1:] if sort_dir == 'asc' else \
-                rows[index - 1::-1] if index else []
-        elif sort_dir != 'asc':
-            rows = rows[::-1]
+            start += 1 if sort_dir == 'asc' else -1
+        positions = range(start, len(self.rows)) if sort_dir == 'asc' \
+            else range(start, -1, -1)
         found = []
-        for row in rows:
+        for position in positions:
+            row = self.rows[position]
             if match(row):
                 found.append(row)
                 if len(found) >= limit:
