@@ -18,6 +18,7 @@ as its generation is announced.
 """
 
 import collections
+import contextlib
 import json
 import threading
 
@@ -42,8 +43,16 @@ class ArqCache:
         # answer asked for before then may not show it.
         self._epoch = 0
 
+    @contextlib.contextmanager
     def writing(self):
-        return _Write(self)
+        """Around a call that may change an ARQ: what was asked for before
+        it ends is not given after it (whatever its outcome: a timeout may
+        still have committed)."""
+        self._moved()
+        try:
+            yield
+        finally:
+            self._moved()
 
     def get(self, context, uuid, fetch):
         """``fetch()``'s answer for the ARQ ``uuid`` (the conductor's
@@ -106,16 +115,3 @@ class ArqCache:
         with self._lock:
             self._epoch += 1
 
-
-class _Write:
-    def __init__(self, cache):
-        self._cache = cache
-
-    def __enter__(self):
-        self._cache._moved()
-        return self
-
-    def __exit__(self, *exc):
-        # Whatever the outcome (a timeout may still have committed).
-        self._cache._moved()
-        return False

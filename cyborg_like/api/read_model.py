@@ -504,15 +504,19 @@ class ModelledConductorAPI:
         return write
 
     def get_arq(self, context, uuid):
-        return self.arqs.get(context, uuid, lambda: self.__getattr__(
+        return self.arqs.get(context, uuid, lambda: self._conductors(
             'get_arq')(context, uuid))
 
     def list_arqs(self, context, filters, limit, marker, sort_key,
                   sort_dir):
         query = [filters, limit, marker, sort_key, sort_dir]
-        return self.arqs.list(context, query, lambda: self.__getattr__(
+        return self.arqs.list(context, query, lambda: self._conductors(
             'list_arqs')(context, filters, limit, marker, sort_key,
                          sort_dir))
+
+    def _conductors(self, name):
+        """The conductor's read ``name``, noting the ends it shows."""
+        return self._showing_ends(getattr(self._api, name), *ENDED_BY[name])
 
     def _showing_ends(self, method, families, ended):
         def read(*args, **kwargs):
@@ -631,13 +635,16 @@ def _matching(filters):
 def wrap(conductor_api, conf):
     """The client the API's handlers use: the read model in front of the
     conductor when ``[api] read_model`` is on and the conductors speak
-    RPC 1.17."""
+    RPC 1.17; ARQ answers kept when they speak 1.20."""
     can_serve = getattr(conductor_api, 'can_serve_read_model', None)
     if not conf.api.read_model or can_serve is None or can_serve() is not True:
         return conductor_api
     model = ReadModel(conductor_api, conf.api.read_model_check_interval)
-    return ModelledConductorAPI(conductor_api, model, arq_cache.ArqCache(
-        model, conf.api.read_model_arq_answers))
+    can_keep = getattr(conductor_api, 'can_keep_arq_answers', None)
+    kept = conf.api.read_model_arq_answers if can_keep is not None and \
+        can_keep() is True else 0
+    return ModelledConductorAPI(conductor_api, model,
+                                arq_cache.ArqCache(model, kept))
 
 
 # The reads the copies answer whose ETag is known before the handler runs:

@@ -304,6 +304,11 @@ class ConductorAPI:
     def can_serve_read_model(self):
         return self._client.can_send_version('1.17')
 
+    def can_keep_arq_answers(self):
+        # Every conductor bumps the arqs generation (1.20): an older one
+        # would change ARQs unannounced (a rolling upgrade caps below).
+        return self._client.can_send_version('1.20')
+
     def read_model_snapshot(self, context, known):
         return self._call(context, 'read_model_snapshot', version='1.17',
                           known=known)

@@ -5,6 +5,7 @@ every change, announced after its commit, snapshots exact
 import types
 
 import pytest
+import sqlalchemy as sa
 
 from cyborg_like.common import inventory as wire
 from cyborg_like.db import api as db_api
@@ -169,8 +170,19 @@ def test_a_vanished_device_bumps_the_deployables_it_took_along(announced):
     after = _now()
     assert after['devices'] > before['devices']
     assert after['deployables'] > before['deployables']
-    # Its handles went too: ARQs holding one lose it (SET NULL).
-    assert after['arqs'] > before['arqs']
+
+
+def test_deleting_a_device_alone_bumps_what_the_schema_takes_along(
+        announced):
+    # One DELETE FROM devices: the schema deletes its deployables and
+    # handles, and ARQs holding one lose it (SET NULL).
+    _report('h1', [_gpu(1)])
+    before = _now()
+    with db_api.writer() as session:
+        session.execute(sa.delete(models.Device))
+    after = _now()
+    assert after['deployables'] == before['deployables'] + 1
+    assert after['arqs'] == before['arqs'] + 1
 
 
 def test_generations_outlive_the_engine(migrated_db):

@@ -191,6 +191,11 @@ def test_the_option_and_old_conductors_turn_it_off(conductor):
     conductor.can_serve_read_model = lambda: True
     assert isinstance(read_model.wrap(conductor, Conf),
                       read_model.ModelledConductorAPI)
+    # Conductors capped below 1.20 (a rolling upgrade): an older one
+    # changes ARQs without their generation, so no ARQ answer is kept.
+    assert read_model.wrap(conductor, Conf).arqs._size == 0
+    conductor.can_keep_arq_answers = lambda: True
+    assert read_model.wrap(conductor, Conf).arqs._size == 8
     Conf.api.read_model = False
     assert read_model.wrap(conductor, Conf) is conductor
 

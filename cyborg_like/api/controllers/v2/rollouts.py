@@ -8,7 +8,6 @@ have, and nothing is written. pause, resume, abort and rollback are
 actions of their own, as an operation's cancel is.
 """
 
-
 import pecan
 from pecan import rest
 
