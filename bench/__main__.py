@@ -86,11 +86,10 @@ def main(argv=None):
     hb.add_argument('--report-threads', type=int, default=4)
     hb.add_argument('--sample-devices', type=int, default=4,
                     help='devices whose /health the lag probe polls')
-    hb.add_argument('--modes', default='cast',
+    hb.add_argument('--modes', default='stream',
                     help='how heartbeats are sent, comma separated, each '
-                         'run at every interval in turn: cast (the '
-                         "agent's periodic, [agent] heartbeat_cast) or "
-                         'call')
+                         'run at every interval in turn: stream, cast or '
+                         "call ([agent] heartbeat_delivery)")
     hb.set_defaults(module='scenario_heartbeats')
 
     metrics = sub.add_parser('metrics', help='scraping a conductor\'s '

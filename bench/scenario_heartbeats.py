@@ -7,8 +7,9 @@ second by one conductor, and the lag until the API shows them.
    ``--devices-per-host`` devices;
 3. for each heartbeat interval of ``--intervals``: ``--agent-procs``
    processes send, for ``--duration`` seconds, one heartbeat per host per
-   interval through ConductorAPI.heartbeat (casts, as the agent's
-   periodic sends them, or calls: each of ``--modes`` in turn), each
+   interval through ConductorAPI.heartbeat (on the heartbeat stream, as
+   the agent's periodic sends them, or as casts or calls: each of
+   ``--modes`` in turn), each
    carrying one reading per
    device (utilization stamped with the time it was sent). Meanwhile the
    bench counts the rows reaching ``device_metrics`` (one per reading
@@ -28,6 +29,14 @@ from bench.simagent import percentiles
 
 WARMUP = 5.0        # seconds left out at the start of each run
 PROBE_INTERVAL = 0.05
+# Mode: streamed beats worth BACKLOG_TTL seconds, sent faster than the
+# conductor takes them; once the senders stop, the conductor alone works
+# off the backlog, and its rate and CPU then are its capacity.
+BACKLOG = 'stream-backlog'
+BACKLOG_TTL = 600
+# The backlog is done when no row was written for this long.
+DRAINED_AFTER = 3.0
+MAX_DRAIN_SECONDS = 300
 
 
 def run(args):
@@ -114,7 +123,7 @@ class LagProbe(threading.Thread):
         api.close()
 
 
-def _one_run(dep, args, interval, samples, prof, mode='cast'):
+def _one_run(dep, args, interval, samples, prof, mode='stream'):
     per_host = args.devices_per_host
     offered = args.hosts * per_host / interval
     infra.log('heartbeats (%ss): %d hosts x %d devices every %.2fs = %.0f '
@@ -135,7 +144,8 @@ def _one_run(dep, args, interval, samples, prof, mode='cast'):
             heartbeat_interval=interval,
             heartbeat_threads=args.heartbeat_threads,
             heartbeat_start=start_at, duration=args.duration,
-            heartbeat_cast=mode == 'cast')
+            heartbeat_delivery='stream' if mode == BACKLOG else mode,
+            heartbeat_ttl=BACKLOG_TTL if mode == BACKLOG else None)
         procs.append((svc, result_file))
     offsets = {name: svc.log_size() for name, svc in dep.services.items()}
     while time.time() < start_at:
@@ -146,11 +156,17 @@ def _one_run(dep, args, interval, samples, prof, mode='cast'):
     cpu = []
     end_at = start_at + args.duration
     profiling = False
-    while time.time() < end_at + args.flush_interval + 2:
+    queued_at_end = None
+    while time.time() < end_at + args.flush_interval + 2 or (
+            mode == BACKLOG and not _drained(series, end_at)):
         t = time.time()
         series.append((t, dep.scalar('SELECT COALESCE(MAX(id), 0) FROM '
                                      'device_metrics')))
         cpu.append((t, dep.cpu()))
+        if mode == BACKLOG and t >= end_at and queued_at_end is None:
+            # The senders are done: only the conductor works the backlog.
+            probe.stop.set()
+            queued_at_end = _queue_depth(dep)
         if (args.profile and not profiling
                 and t >= start_at + WARMUP):
             prof.start(dep.services['conductor'].pid,
@@ -213,6 +229,10 @@ def _one_run(dep, args, interval, samples, prof, mode='cast'):
         'log_errors': {name: infra.count_log_errors(svc, offsets[name])
                        for name, svc in dep.services.items()},
     }
+    if mode == BACKLOG:
+        result['backlog'] = _drain_figures(series, cpu, end_at,
+                                           queued_at_end, per_host)
+        infra.log('  backlog: %s', result['backlog'])
     if prof.running:
         result['profile'] = prof.stop()
         for name, summary in result['profile'].items():
@@ -223,6 +243,59 @@ def _one_run(dep, args, interval, samples, prof, mode='cast'):
               total_rows, result['lag_ms'].get('p50'),
               result['lag_ms'].get('p99'), hb['errors'], cores)
     return result
+
+
+def _drained(series, end_at):
+    t_last, n_last = series[-1] if series else (0, 0)
+    if t_last < end_at + DRAINED_AFTER:
+        return False
+    if t_last > end_at + MAX_DRAIN_SECONDS:
+        return True
+    still = [n for t, n in series if t >= t_last - DRAINED_AFTER]
+    return len(set(still)) == 1
+
+
+def _queue_depth(dep):
+    """Beats waiting in the heartbeat stream's queue (rabbitmqctl)."""
+    import subprocess
+    vhost = dep.transport_url.rsplit('/', 1)[1]
+    out = subprocess.run(['rabbitmqctl', '-q', 'list_queues', '-p', vhost,
+                          'name', 'messages'], capture_output=True,
+                         text=True, timeout=60).stdout
+    for line in out.splitlines():
+        name, _, count = line.partition('\t')
+        if name == 'cyborg_like-heartbeats.info':
+            return int(count)
+    return None
+
+
+def _drain_figures(series, cpu, end_at, queued, per_host):
+    """Rows written and conductor CPU from the senders' end until the
+    last row of the backlog."""
+    after = [(t, n) for t, n in series if t >= end_at]
+    last = max(n for _, n in after)
+    t_done = min(t for t, n in after if n == last)
+    (t0, n0) = after[0]
+    cpu_at = [(t, c) for t, c in cpu if t0 <= t <= t_done]
+    seconds = t_done - t0
+    if seconds <= 0 or len(cpu_at) < 2:
+        return {'queued_beats_at_end': queued, 'seconds': None}
+    cores = {k: round((cpu_at[-1][1][k] - cpu_at[0][1][k]) / seconds, 2)
+             for k in cpu_at[0][1]}
+    rows = last - n0
+    return {
+        'queued_beats_at_end': queued,
+        'seconds': round(seconds, 1),
+        'rows_written': rows,
+        'rows_per_s': round(rows / seconds, 1),
+        'beats_taken_per_s': round(queued / seconds, 1) if queued else None,
+        'readings_taken_per_s': (round(queued * per_host / seconds, 1)
+                                 if queued else None),
+        'cpu_cores': cores,
+        'conductor_cpu_us_per_reading_taken': (
+            round(cores['conductor'] * seconds * 1e6 / (queued * per_host), 1)
+            if queued else None),
+    }
 
 
 def _at(series, when):

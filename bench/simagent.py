@@ -155,10 +155,14 @@ def main(argv=None):
     parser.add_argument('--serve-hosts', type=int, default=0)
     parser.add_argument('--heartbeat-interval', type=float, default=10.0)
     parser.add_argument('--heartbeat-threads', type=int, default=8)
-    parser.add_argument('--heartbeat-cast', action='store_true',
-                        help='send heartbeats as casts with a deadline two '
-                             "intervals away, as the agent's periodic does "
-                             '([agent] heartbeat_cast); else calls')
+    parser.add_argument('--heartbeat-delivery', default='call',
+                        choices=('call', 'cast', 'stream'),
+                        help='as [agent] heartbeat_delivery: a call, a cast '
+                             'or a beat on the heartbeat stream, the last two '
+                             'with a deadline two intervals away')
+    parser.add_argument('--heartbeat-ttl', type=float, default=0.0,
+                        help='seconds a cast or streamed beat is worth '
+                             '(0: two intervals, as the agent sends them)')
     parser.add_argument('--heartbeat-start', type=float, default=0.0,
                         help='wall-clock time to start heartbeats at '
                              '(0: at once)')
@@ -237,6 +241,10 @@ def main(argv=None):
         {'controlpath_id': d['controlpath_id'], 'healthy': True,
          'reasons': []} for d in devices]
 
+    ttl = args.heartbeat_ttl or 2 * args.heartbeat_interval
+    delivery = {'cast': {'cast_ttl': ttl}, 'stream': {'stream_ttl': ttl},
+                'call': {}}[args.heartbeat_delivery]
+
     def beat(host, seq):
         sent_at = time.time()
         health = [dict(r, utilization={
@@ -245,8 +253,7 @@ def main(argv=None):
             for i, r in enumerate(readings_template)]
         began = time.monotonic()
         conductor.heartbeat(admin, host, '1.0', digest, health,
-                            cast_ttl=2 * args.heartbeat_interval
-                            if args.heartbeat_cast else None)
+                            **delivery)
         stats.ok(time.monotonic() - began, len(health))
 
     def heartbeats(my_hosts, offset):

@@ -188,27 +188,27 @@ class ResourceTracker:
             LOG.info('Checked %d attach handle(s) held by workloads',
                      len(bound))
 
-    def heartbeat(self, urgent=False, cast_ttl=None):
+    def heartbeat(self, urgent=False, **delivery):
         """Send the readings of every driver; ``urgent`` asks the conductor
         to write them at once (a conductor before RPC 1.12 takes a plain
-        heartbeat); ``cast_ttl``: cast, not call (regular_heartbeat)."""
+        heartbeat); ``delivery``: ``cast_ttl`` or ``stream_ttl`` for a beat
+        that needs no answer (regular_heartbeat), else a call."""
         with self._beating:
             if self._unconfirmed:
                 self._confirm_releases()
-            extra = {'urgent': True} if urgent else \
-                {'cast_ttl': cast_ttl} if cast_ttl else {}
+            extra = {'urgent': True} if urgent else delivery
             self.conductor_api.heartbeat(
                 ctx.get_admin_context(), self.host, AGENT_VERSION,
                 self._reported_hash, self.health(), **extra)
 
     def regular_heartbeat(self):
-        """The periodic's beat: a call, or a cast when ``[agent]
-        heartbeat_cast`` (the conductor sends nothing back; a beat left in
-        the queue longer than two intervals is dropped unserved, the next
-        one carrying newer readings)."""
-        interval = self.conf.agent.heartbeat_interval
-        self.heartbeat(cast_ttl=2 * interval
-                       if self.conf.agent.heartbeat_cast else None)
+        """The periodic's beat, sent as ``[agent] heartbeat_delivery``
+        says. A streamed or cast beat that waited longer than two
+        intervals is dropped unread: the next one carries newer readings."""
+        ttl = 2 * self.conf.agent.heartbeat_interval
+        delivery = self.conf.agent.heartbeat_delivery
+        self.heartbeat(**({'stream_ttl': ttl} if delivery == 'stream' else
+                          {'cast_ttl': ttl} if delivery == 'cast' else {}))
 
     def _urgent_heartbeat(self):
         try:

@@ -10,6 +10,7 @@ import copy
 import inspect
 import threading
 import time
+import uuid
 
 from kombu import exceptions as kombu_exceptions
 import oslo_messaging as messaging
@@ -23,6 +24,8 @@ from cyborg_like.conf import CONF
 
 TRANSPORT = None
 NOTIFICATION_TRANSPORT = None
+# Streams (the heartbeat stream) run on the RPC broker, as notifications.
+STREAM_TRANSPORT = None
 
 ALLOWED_EXMODS = [exception.__name__]
 
@@ -64,11 +67,11 @@ def init(conf):
 
 
 def cleanup():
-    global TRANSPORT, NOTIFICATION_TRANSPORT
-    for transport in (TRANSPORT, NOTIFICATION_TRANSPORT):
+    global TRANSPORT, NOTIFICATION_TRANSPORT, STREAM_TRANSPORT
+    for transport in (TRANSPORT, NOTIFICATION_TRANSPORT, STREAM_TRANSPORT):
         if transport is not None:
             transport.cleanup()
-    TRANSPORT = NOTIFICATION_TRANSPORT = None
+    TRANSPORT = NOTIFICATION_TRANSPORT = STREAM_TRANSPORT = None
 
 
 def get_notifier(conf, publisher_id):
@@ -80,7 +83,52 @@ def get_notifier(conf, publisher_id):
     return messaging.Notifier(NOTIFICATION_TRANSPORT,
                               publisher_id=publisher_id,
                               serializer=RequestContextSerializer())
-NOTIFICATION_TRANSPORT = None
+
+
+def _stream_transport():
+    """The transport of streams: the RPC broker (transport_url), whatever
+    [oslo_messaging_notifications] says; one per process, so a sender and
+    a listener in one process (the all-in-one's fake://) meet."""
+    global STREAM_TRANSPORT
+    if STREAM_TRANSPORT is None:
+        assert TRANSPORT is not None, 'rpc.init() was not called'
+        STREAM_TRANSPORT = messaging.get_notification_transport(
+            TRANSPORT.conf, url=TRANSPORT.conf.transport_url)
+    return STREAM_TRANSPORT
+
+
+def publish(topic, priority, event_type, publisher_id, payload, retry):
+    """Publish one notification-format message on ``topic`` (a stream:
+    common/heartbeat_stream.py), with no context. A broker that cannot be
+    reached within ``retry`` reconnections is a MessageDeliveryFailure.
+
+    Not through messaging.Notifier: it hides a failed send from its caller
+    and logs it with a traceback and the whole payload, where a sender of a
+    stream wants to count it and go on (the next beat is due anyway).
+    """
+    message = {'message_id': str(uuid.uuid4()), 'publisher_id': publisher_id,
+               'event_type': event_type, 'priority': priority.upper(),
+               'payload': payload,
+               'timestamp': time.strftime('%Y-%m-%d %H:%M:%S',
+                                          time.gmtime())}
+    target = messaging.Target(topic='%s.%s' % (topic, priority))
+    try:
+        _stream_transport()._send_notification(target, {}, message,
+                                               version=2.0, retry=retry)
+    except (kombu_exceptions.KombuError, OSError) as error:
+        raise messaging.MessageDeliveryFailure(
+            'Could not reach the message broker: %s' % error) from error
+
+
+def get_stream_listener(topic, endpoint, batch_size, batch_timeout):
+    """A batch listener of stream ``topic``: ``endpoint``'s method named
+    after the priority gets lists of up to ``batch_size`` messages, at
+    least every ``batch_timeout`` seconds while any wait. Listeners of one
+    topic share its queue: each message goes to one of them."""
+    return messaging.get_batch_notification_listener(
+        _stream_transport(), [messaging.Target(topic=topic)], [endpoint],
+        executor='threading', batch_size=batch_size,
+        batch_timeout=batch_timeout)
 
 
 def get_client(target, version_cap=None):

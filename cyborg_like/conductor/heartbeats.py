@@ -52,6 +52,20 @@ class HeartbeatCollector:
                 LOG.exception('Could not write the urgent heartbeat of %s '
                               'at once; it goes with the next batch', host)
 
+    def add_many(self, context, beats):
+        """Regular beats taken together (off the heartbeat stream): dicts
+        with ``host``, ``agent_version``, ``inventory_hash``, ``health``;
+        a later one of a host replaces an earlier one."""
+        received_at = hosts.utcnow()
+        with self._lock:
+            for beat in beats:
+                self._pending[beat['host']] = {
+                    'host': beat['host'],
+                    'agent_version': beat['agent_version'],
+                    'inventory_hash': beat['inventory_hash'],
+                    'health': beat['health'], 'received_at': received_at,
+                    'context': context}
+
     def start(self):
         self._thread = threading.Thread(target=self._run,
                                         name='heartbeat-writer', daemon=True)

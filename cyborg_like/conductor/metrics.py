@@ -43,6 +43,11 @@ READINGS = prometheus_client.Counter(
     PREFIX + 'heartbeat_readings_ingested', 'Device readings (health and '
     'utilization) written to the database by this conductor.',
     registry=PROCESS)
+EXPIRED = prometheus_client.Counter(
+    PREFIX + 'heartbeats_expired', 'Heartbeats this conductor took off the '
+    'heartbeat stream past their deadline and dropped unread (a backlog: '
+    'the conductors were away, or slower than the fleet beats).',
+    registry=PROCESS)
 FLUSH = prometheus_client.Histogram(
     PREFIX + 'heartbeat_flush_duration_seconds', 'Time to write one batch '
     'of heartbeats.', buckets=_LATENCY_BUCKETS, registry=PROCESS)
@@ -75,6 +80,11 @@ def heartbeats_written(beats, started):
     READINGS.inc(sum(len(b.get('health') or ()) for b in beats))
     for beat in beats:
         LAG.observe(max(0.0, (now - beat['received_at']).total_seconds()))
+
+
+def heartbeats_expired(count):
+    """``count`` streamed beats were dropped past their deadline."""
+    EXPIRED.inc(count)
 
 
 def bind_ended(accepted, succeeded):

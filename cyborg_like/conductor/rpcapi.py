@@ -45,16 +45,20 @@ History (bump the minor version for every compatible change, and note it):
 * 1.20 - read_model_snapshot's generations hold ``arqs`` too (a family
          announced, not copied: api/arq_cache.py); an older conductor's
          answer lacks it and the API then keeps no ARQ answers
+* 1.21 - conductors take regular heartbeats off the heartbeat stream too
+         (common/heartbeat_stream.py); an agent capped below it calls (or
+         casts) them
 """
 
 import oslo_messaging as messaging
 
 from cyborg_like.common import exception
+from cyborg_like.common import heartbeat_stream
 from cyborg_like.common import rpc
 from cyborg_like.conf import CONF
 
 TOPIC = 'cyborg_like-conductor'
-RPC_API_VERSION = '1.20'
+RPC_API_VERSION = '1.21'
 
 
 class ConductorAPI:
@@ -100,17 +104,27 @@ class ConductorAPI:
                           devices=devices, inventory_hash=inventory_hash)
 
     def heartbeat(self, context, host, agent_version, inventory_hash,
-                  health, urgent=False, cast_ttl=None):
-        """``cast_ttl``: send a regular (not urgent) beat as a cast, worth
-        nothing after that many seconds (the next beat replaces it): no
-        reply to wait for, nothing for the conductor to send back. The
-        conductor drops it unserved if it waited longer in the queue."""
+                  health, urgent=False, cast_ttl=None, stream_ttl=None):
+        """A regular (not urgent) beat is worth nothing after ``stream_ttl``
+        or ``cast_ttl`` seconds (the next one replaces it). ``stream_ttl``:
+        publish it on the heartbeat stream (no reply, a queue of its own,
+        taken in batches) when every conductor reads it (1.21), else call.
+        ``cast_ttl``: send it as a cast to the conductors' topic. Either is
+        dropped unread by a conductor that takes it late.
+        """
         version, kwargs = self._newer('1.0', {
             'host': host, 'agent_version': agent_version,
             'inventory_hash': inventory_hash}, '1.3', health=health)
         if urgent:
             version, kwargs = self._newer(version, kwargs, '1.13',
                                           urgent=True)
+        elif stream_ttl and self._client.can_send_version('1.21'):
+            return rpc.publish(
+                heartbeat_stream.TOPIC, heartbeat_stream.PRIORITY,
+                heartbeat_stream.EVENT_TYPE, 'agent.%s' % host,
+                heartbeat_stream.beat(host, agent_version, inventory_hash,
+                                      health, stream_ttl),
+                retry=rpc.publish_retries())
         elif cast_ttl:
             return rpc.cast_within(self._client, context, 'heartbeat',
                                    cast_ttl, version=version, **kwargs)

@@ -7,6 +7,7 @@ from oslo_utils import uuidutils
 from cyborg_like.agent import rpcapi as agent_rpcapi
 from cyborg_like.common import periodic
 from cyborg_like.common import rpc
+from cyborg_like.conductor import heartbeat_stream
 from cyborg_like.conductor import heartbeats
 from cyborg_like.conductor import host_liveness
 from cyborg_like.conductor import manager
@@ -38,6 +39,8 @@ class ConductorService:
         self.heartbeats = heartbeats.HeartbeatCollector(
             conf, agent_api,
             rpc.get_notifier(conf, 'accelerator.conductor.%s' % self.host))
+        self.heartbeat_stream = heartbeat_stream.HeartbeatStream(
+            conf, self.heartbeats)
         self.manager = manager.ConductorManager(
             conf, agent_api, self.workers, self.heartbeats, self.uuid,
             notifier=rpc.get_notifier(conf,
@@ -78,6 +81,7 @@ class ConductorService:
         self.read_model.start()
         generations.subscribe(self.read_model.changed)
         self.heartbeats.start()
+        self.heartbeat_stream.start()
         self._server.start()
         self.placement.start()
         self._periodic.start()
@@ -91,6 +95,7 @@ class ConductorService:
         self.placement.stop()
         self._server.stop()
         self._server.wait()
+        self.heartbeat_stream.stop()
         self.heartbeats.stop()
         self.workers.shutdown(wait=True)
         generations.unsubscribe(self.read_model.changed)

@@ -17,20 +17,28 @@ opts = [
                default=10, min=1,
                help='Seconds between two heartbeats to the conductor. Keep '
                     'it well below [conductor] host_down_after.'),
-    cfg.BoolOpt('heartbeat_cast',
-                default=False,
-                help='Send the regular heartbeats as RPC casts: the '
-                     'conductor sends no reply. A cast beat carries a '
-                     'deadline two heartbeat intervals away and is dropped '
-                     'unserved by a conductor that takes it later: the '
-                     'next beat carries newer readings. Clocks must be in '
-                     'sync, as for every deadline. Off by default: casts '
-                     'have no back-pressure, so a fleet that beats faster '
-                     'than the conductors ingest fills their queue, where '
-                     'the API\'s calls then wait behind the beats, and '
-                     'most beats expire unread (docs/benchmarks.md, '
-                     '"Heartbeats as casts"). A driver\'s urgent beat is '
-                     'always a call.'),
+    cfg.StrOpt('heartbeat_delivery',
+               default='stream',
+               choices=[
+                   ('stream', 'Publish the regular heartbeats on the '
+                              'heartbeat stream, a queue of their own that '
+                              'conductors read in batches (conductor RPC '
+                              '1.21; to older conductors they are calls).'),
+                   ('call', 'Call a conductor with each regular heartbeat '
+                            'and wait for its answer.'),
+                   ('cast', 'Cast each regular heartbeat to the conductors\' '
+                            'RPC topic.')],
+               help='How the regular heartbeats reach the conductors. A '
+                    'streamed or cast beat needs no answer and carries a '
+                    'deadline two heartbeat intervals away, past which a '
+                    'conductor drops it unread (the next beat carries newer '
+                    'readings); clocks must be in sync, as for every '
+                    'deadline. A stream keeps a backlog of beats out of the '
+                    'way of the API\'s calls and costs a conductor the least '
+                    'per beat; a cast shares the API\'s queue, so beats '
+                    'faster than the conductors ingest delay the API '
+                    '(docs/benchmarks.md, "Heartbeats"). A driver\'s urgent '
+                    'beat is always a call.'),
     cfg.StrOpt('bitstream_dir',
                default='$state_path/bitstreams',
                help='Directory holding the bitstreams this host can program, '

@@ -40,6 +40,19 @@ opts = [
                       'them to the database in one transaction. Larger '
                       'batches cost fewer writes; the health shown by the API '
                       'lags by up to this much.'),
+    cfg.IntOpt('heartbeat_batch_size',
+               default=500, min=1,
+               help='Heartbeats a conductor takes off the heartbeat stream '
+                    '(agents\' [agent] heartbeat_delivery = stream) at a '
+                    'time, at most. The broker hands each conductor up to '
+                    'this many beyond what it is working on; the rest wait '
+                    'in the queue for whichever conductor is free.'),
+    cfg.FloatOpt('heartbeat_batch_timeout',
+                 default=0.1, min=0.01,
+                 help='Seconds a conductor waits for a batch of streamed '
+                      'heartbeats to fill before it takes what came. They '
+                      'are then written with the next flush '
+                      '(heartbeat_flush_interval).'),
     cfg.FloatOpt('read_model_announce_spacing',
                  default=0.05, min=0.0,
                  help='Seconds a conductor waits after announcing committed '

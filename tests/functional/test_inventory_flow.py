@@ -4,6 +4,7 @@
 import sqlalchemy as sa
 
 from cyborg_like.common import context
+from cyborg_like.conf import CONF
 from cyborg_like.db import api as db_api
 from cyborg_like.db import models
 from tests.functional import cloud as cloud_module
@@ -72,6 +73,23 @@ def test_conductor_asks_for_inventory_it_lost(cloud):
     cloud.services[1].tracker.heartbeat()
     devices = cloud.wait_for(cloud.list_devices)
     assert len(devices) == 3
+
+
+def test_the_periodic_beat_goes_by_the_stream_and_repairs_too(cloud):
+    """The agent's periodic beat ([agent] heartbeat_delivery = stream,
+    the default) reaches the conductor through the heartbeat stream:
+    written with the next flush, and a lost inventory asked for again."""
+    assert CONF.agent.heartbeat_delivery == 'stream'
+    admin = context.get_admin_context()
+    [before] = cloud.conductor_api.list_hosts(admin)
+    with db_api.writer() as session:
+        session.execute(sa.delete(models.Device))
+        session.execute(sa.update(models.Host).values(inventory_hash=None))
+    cloud.services[1].tracker.regular_heartbeat()
+    devices = cloud.wait_for(cloud.list_devices)
+    assert len(devices) == 3
+    [after] = cloud.conductor_api.list_hosts(admin)
+    assert after['last_heartbeat'] > before['last_heartbeat']
 
 
 def test_in_use_devices_are_kept_when_they_vanish(tmp_path):

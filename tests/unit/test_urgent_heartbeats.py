@@ -126,21 +126,24 @@ def test_regular_beats_are_casts_that_expire(serve):
     assert conductor.beats[-1][:2] == ('h3', True)
 
 
-def test_the_agent_periodic_calls_unless_told_to_cast(serve):
+@pytest.mark.parametrize('delivery, sent', [
+    ('stream', {'stream_ttl': 20}), ('cast', {'cast_ttl': 20}),
+    ('call', {})])
+def test_the_agent_periodic_sends_as_told(delivery, sent):
     from cyborg_like.conf import CONF
-    conductor = BeatRecorder()
-    serve(conductor)
-    sent = []
+    got = []
 
     class Api:
         def heartbeat(self, ctxt, host, *args, **kwargs):
-            sent.append(kwargs)
+            got.append(kwargs)
 
     tracker = resource_tracker.ResourceTracker('h1', CONF, Api(), drivers={})
-    tracker.regular_heartbeat()
-    CONF.set_override('heartbeat_cast', True, group='agent')
+    CONF.set_override('heartbeat_delivery', delivery, group='agent')
+    CONF.set_override('heartbeat_interval', 10, group='agent')
     try:
         tracker.regular_heartbeat()
+        tracker.heartbeat(urgent=True)
     finally:
-        CONF.clear_override('heartbeat_cast', group='agent')
-    assert sent == [{}, {'cast_ttl': 2 * CONF.agent.heartbeat_interval}]
+        CONF.clear_override('heartbeat_delivery', group='agent')
+        CONF.clear_override('heartbeat_interval', group='agent')
+    assert got == [sent, {'urgent': True}]
