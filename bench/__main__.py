@@ -89,7 +89,14 @@ def main(argv=None):
     hb.add_argument('--modes', default='stream',
                     help='how heartbeats are sent, comma separated, each '
                          'run at every interval in turn: stream, cast or '
-                         "call ([agent] heartbeat_delivery)")
+                         "call ([agent] heartbeat_delivery), or "
+                         'stream-backlog (streamed beats worth 600 s: once '
+                         'the senders stop, the conductors work off what '
+                         'is queued alone, and that rate is measured)')
+    hb.add_argument('--conductors', type=int, default=1,
+                    help='conductor processes sharing the heartbeats')
+    hb.add_argument('--pin-conductors', action='store_true',
+                    help='each conductor on a CPU of its own')
     hb.set_defaults(module='scenario_heartbeats')
 
     metrics = sub.add_parser('metrics', help='scraping a conductor\'s '

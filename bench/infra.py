@@ -180,7 +180,7 @@ class Deployment(cloud.Cloud):
                  flush_interval=1.0, host_down_after=60, api_threads=16,
                  gunicorn_workers=0, gunicorn_threads=8, conductor_workers=8,
                  debug=False, db_options=(), api_env=None,
-                 metrics_port=0, fleet_cache_seconds=15):
+                 metrics_port=0, fleet_cache_seconds=15, conductors=1):
         self.backend = backend
         # The simulated agents, stopped before the services.
         self.services_extra = []
@@ -199,7 +199,7 @@ class Deployment(cloud.Cloud):
             service_config={'conductor': '[database]\n%s\n' % '\n'.join(
                 db_options)} if db_options else None,
             agent=False, api_env=api_env, gunicorn_workers=gunicorn_workers,
-            gunicorn_threads=gunicorn_threads)
+            gunicorn_threads=gunicorn_threads, conductors=conductors)
         if gunicorn_workers:
             ensure_python_tool('gunicorn', 'gunicorn')
 
@@ -216,8 +216,24 @@ class Deployment(cloud.Cloud):
         super().dbsync('upgrade')
 
     def start(self):
-        self.services['conductor'].start(START_TIMEOUT)
+        for name in self.conductor_names:
+            self.services[name].start(START_TIMEOUT)
         self._start_api()
+
+    def pin_conductors(self):
+        """Each conductor process on a CPU of its own (the n-th on CPU n
+        modulo the CPUs there are); {service: cpu}."""
+        cpus = sorted(os.sched_getaffinity(0))
+        pinned = {}
+        for n, name in enumerate(self.conductor_names):
+            cpu = cpus[n % len(cpus)]
+            for pid in self.services[name].pids():
+                # Every thread: a thread's CPU mask is its own, and those
+                # started later inherit their starter's.
+                for tid in os.listdir('/proc/%d/task' % pid):
+                    os.sched_setaffinity(int(tid), {cpu})
+            pinned[name] = cpu
+        return pinned
 
     def _start_api(self):
         self.services['api'].start(START_TIMEOUT)

@@ -87,6 +87,9 @@ def _touch_hosts(session, beats):
 
 
 def _devices_of(session, names):
+    """{(hostname, cpid_type, cpid_info as stored): device row}. The stored
+    cpid_info is canonical JSON (db/inventory.py), so a reading's key is one
+    small dump and a device's none."""
     rows = session.execute(
         sa.select(models.Device.id, models.Device.uuid,
                   models.Device.hostname, models.Device.health,
@@ -95,31 +98,35 @@ def _devices_of(session, names):
                   models.ControlpathID.cpid_info)
         .join(models.ControlpathID)
         .where(models.Device.hostname.in_(names))).all()
-    return {(r.hostname, wire.canonical(
-        models.wire_form(r.cpid_type, r.cpid_info))): r for r in rows}
+    return {(r.hostname, r.cpid_type, r.cpid_info): r for r in rows}
+
+
+def _json_list(items):
+    # Most readings have no reasons and nothing unchecked.
+    return json.dumps(items) if items else '[]'
 
 
 def _apply_health(session, beats, devices):
     updates, metrics, changed, verdicts = [], [], [], []
     for beat in beats:
         for reading in beat.get('health') or ():
-            key = (beat['host'], wire.canonical(reading['controlpath_id']))
-            device = devices.get(key)
+            cpid = reading['controlpath_id']
+            device = devices.get((beat['host'], cpid['cpid_type'],
+                                  wire.canonical(cpid['cpid_info'])))
             if device is None:
                 continue    # not reported yet; the inventory will follow
             health = HEALTHY if reading['healthy'] else UNHEALTHY
             utilization = json.dumps(reading.get('utilization') or {})
+            reasons = reading.get('reasons') or []
             updates.append({
                 'id': device.id, 'health': health,
-                'health_reasons': json.dumps(reading.get('reasons') or []),
-                'health_unchecked': json.dumps(
-                    reading.get('unchecked') or []),
+                'health_reasons': _json_list(reasons),
+                'health_unchecked': _json_list(reading.get('unchecked')),
                 'utilization': utilization,
                 'health_updated_at': beat['received_at']})
             metrics.append({
                 'device_id': device.id, 'recorded_at': beat['received_at'],
                 'healthy': reading['healthy'], 'utilization': utilization})
-            reasons = reading.get('reasons') or []
             verdicts.append((device.id, reading['healthy'], reasons,
                              device.service_state))
             if health != device.health:
@@ -129,7 +136,9 @@ def _apply_health(session, beats, devices):
         # updated_at is its record's, which the API lists and its read
         # model serves, and would otherwise move every heartbeat.
         _update_by_id(session, models.Device, updates, touch=False)
-        session.execute(sa.insert(models.DeviceMetric), metrics)
+        # The table's insert, not the ORM's bulk insert: no per-row
+        # bookkeeping for rows nobody loads.
+        session.execute(models.DeviceMetric.__table__.insert(), metrics)
     return changed, verdicts
 
 
