@@ -95,6 +95,10 @@ def main(argv=None):
                          'is queued alone, and that rate is measured)')
     hb.add_argument('--conductors', type=int, default=1,
                     help='conductor processes sharing the heartbeats')
+    hb.add_argument('--conductor-counts',
+                    help='comma separated: run each interval and mode with '
+                         'this many of the --conductors running in turn '
+                         '(default: all of them)')
     hb.add_argument('--pin-conductors', action='store_true',
                     help='each conductor on a CPU of its own')
     hb.set_defaults(module='scenario_heartbeats')

@@ -62,13 +62,31 @@ def run(args):
         infra.simagent_result(inv, inv_file)
         infra.log('inventory in: %s', results['inventory'].get('report'))
         samples = _sample_devices(dep, args)
+        counts = [int(c) for c in (args.conductor_counts
+                                   or str(args.conductors)).split(',')]
         for interval in [float(i) for i in args.intervals.split(',')]:
             for mode in args.modes.split(','):
-                results['runs'].append(_one_run(dep, args, interval,
-                                                samples, prof, mode))
+                for count in counts:
+                    _run_conductors(dep, args, count)
+                    run_result = _one_run(dep, args, interval, samples,
+                                          prof, mode)
+                    run_result['conductors'] = count
+                    results['runs'].append(run_result)
         results['errors'] = {name: infra.count_log_errors(svc)
                              for name, svc in dep.services.items()}
     return results
+
+
+def _run_conductors(dep, args, count):
+    """The first ``count`` conductors running, the others stopped."""
+    for n, name in enumerate(dep.conductor_names):
+        svc = dep.services[name]
+        if n < count and not svc.running:
+            svc.start(infra.START_TIMEOUT)
+        elif n >= count and svc.running:
+            svc.stop()
+    if args.pin_conductors:
+        infra.log('conductors pinned: %s', dep.pin_conductors())
 
 
 def _sample_devices(dep, args):

@@ -50,12 +50,25 @@ class RequestContextSerializer(messaging.NoOpSerializer):
         return ctx.RequestContext.from_dict(context)
 
 
+# Messages a consumer holds unacknowledged, at most (oslo.messaging's
+# [oslo_messaging_rabbit] rabbit_qos_prefetch_count, 0 = unlimited, is given
+# this default). RPC servers and reply waiters acknowledge a message as it
+# arrives, so only the heartbeat stream's listeners (which acknowledge a
+# batch once the collector took it) are held by it: the rest of a backlog
+# waits on the broker, where the stream's policy drops what outlived its
+# deadline and any conductor may take it, instead of ageing in one
+# conductor's socket.
+PREFETCH = 1000
+
+
 def register_opts(conf):
     """Register oslo.messaging's options now rather than when the transport
     is made, so defaults (the all-in-one's transport_url) can be set first.
     """
     for group, opts in messaging_opts.list_opts():
         conf.register_opts(opts, group=group)
+    conf.set_default('rabbit_qos_prefetch_count', PREFETCH,
+                     group='oslo_messaging_rabbit')
 
 
 def init(conf):

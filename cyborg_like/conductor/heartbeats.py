@@ -78,12 +78,18 @@ class HeartbeatCollector:
         self.flush()
 
     def _run(self):
-        while not self._stopped.wait(self.conf.conductor
-                                     .heartbeat_flush_interval):
+        interval = self.conf.conductor.heartbeat_flush_interval
+        wait = interval
+        while not self._stopped.wait(wait):
+            started = time.monotonic()
             try:
                 self.flush()
             except Exception:
                 LOG.exception('Could not write heartbeats; will retry')
+            # Flushes start an interval apart, not an interval after the
+            # last one ended: a flush that takes most of the interval (a
+            # big fleet) does not double the readings' lag.
+            wait = max(0.0, interval - (time.monotonic() - started))
 
     def flush(self):
         with self._flushing:
