@@ -197,6 +197,13 @@ def main(argv=None):
     roll.add_argument('--max-seconds', type=int, default=1800)
     roll.set_defaults(module='scenario_rollout')
 
+    flush = sub.add_parser('flush', help='one heartbeat flush\'s CPU and '
+                                         'wall time per reading, in '
+                                         'process')
+    _common(flush)
+    from bench import scenario_flush
+    scenario_flush.add_arguments(flush)
+
     compare = sub.add_parser('compare', help='cyborg_like and OpenStack '
                                              'Cyborg 17 side by side, '
                                              'interleaved rounds, one table')

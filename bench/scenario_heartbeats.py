@@ -156,7 +156,7 @@ def _one_run(dep, args, interval, samples, prof, mode='stream'):
     if mode in ('stream', BACKLOG):
         # As installed (README): the broker drops what outlived the beats'
         # deadline.
-        _broker_policy(dep, BACKLOG_TTL if mode == BACKLOG else 2 * interval)
+        _broker_policy(dep, BACKLOG_TTL if mode == BACKLOG else interval)
     start_at = time.time() + 10.0
     procs = []
     share = -(-args.hosts // args.agent_procs)

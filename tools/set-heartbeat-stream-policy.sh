@@ -5,8 +5,10 @@
 # sent while no conductor reads the stream pile up, and a fleet beating
 # faster than the conductors ingest leaves them reading only beats too old
 # to keep (each costs a conductor its reading, for nothing); with it, what
-# they read is always fresh. Set TTL_MS to two of [agent]
-# heartbeat_interval (the deadline each beat carries; 20 s by default).
+# they read is always fresh. Set TTL_MS to one [agent] heartbeat_interval
+# (10 s by default): a beat's deadline is two intervals after it was sent,
+# and the second interval is for the time a conductor holds it (up to
+# rabbit_qos_prefetch_count beats) before it takes it.
 # Run it once per vhost, where rabbitmqctl reaches the broker. One policy
 # applies to a queue (the highest priority): merge these keys into your own
 # policy if another one matches cyborg_like-heartbeats.info.
@@ -15,7 +17,7 @@
 set -eu
 vhost=${1:-/}
 max_length=${2:-200000}
-ttl_ms=${3:-20000}
+ttl_ms=${3:-10000}
 exec rabbitmqctl -q set_policy -p "$vhost" --apply-to queues --priority 10 \
     cyborg-like-heartbeats '^cyborg_like-heartbeats\.' \
     "{\"max-length\":$max_length,\"overflow\":\"drop-head\",\"message-ttl\":$ttl_ms}"

@@ -58,7 +58,7 @@ class RequestContextSerializer(messaging.NoOpSerializer):
 # waits on the broker, where the stream's policy drops what outlived its
 # deadline and any conductor may take it, instead of ageing in one
 # conductor's socket.
-PREFETCH = 1000
+PREFETCH = 500
 
 
 def register_opts(conf):

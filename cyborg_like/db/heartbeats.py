@@ -93,6 +93,8 @@ def _devices_of(session, names):
     rows = session.execute(
         sa.select(models.Device.id, models.Device.uuid,
                   models.Device.hostname, models.Device.health,
+                  models.Device.health_reasons,
+                  models.Device.health_unchecked,
                   models.Device.service_state,
                   models.ControlpathID.cpid_type,
                   models.ControlpathID.cpid_info)
@@ -107,7 +109,9 @@ def _json_list(items):
 
 
 def _apply_health(session, beats, devices):
-    updates, metrics, changed, verdicts = [], [], [], []
+    # Every reading moves utilization and its time; health and its reasons
+    # are written only where they changed (rarely): fewer values to send.
+    readings, health_rows, metrics, changed, verdicts = [], [], [], [], []
     for beat in beats:
         for reading in beat.get('health') or ():
             cpid = reading['controlpath_id']
@@ -118,12 +122,15 @@ def _apply_health(session, beats, devices):
             health = HEALTHY if reading['healthy'] else UNHEALTHY
             utilization = json.dumps(reading.get('utilization') or {})
             reasons = reading.get('reasons') or []
-            updates.append({
-                'id': device.id, 'health': health,
-                'health_reasons': _json_list(reasons),
-                'health_unchecked': _json_list(reading.get('unchecked')),
-                'utilization': utilization,
-                'health_updated_at': beat['received_at']})
+            readings.append({'id': device.id, 'utilization': utilization,
+                             'health_updated_at': beat['received_at']})
+            row = {'id': device.id, 'health': health,
+                   'health_reasons': _json_list(reasons),
+                   'health_unchecked': _json_list(reading.get('unchecked'))}
+            if (health, row['health_reasons'], row['health_unchecked']) != (
+                    device.health, device.health_reasons,
+                    device.health_unchecked):
+                health_rows.append(row)
             metrics.append({
                 'device_id': device.id, 'recorded_at': beat['received_at'],
                 'healthy': reading['healthy'], 'utilization': utilization})
@@ -131,11 +138,13 @@ def _apply_health(session, beats, devices):
                              device.service_state))
             if health != device.health:
                 changed.append((device.uuid, beat['host'], health, reasons))
-    if updates:
+    if readings:
         # Readings have their own time (health_updated_at): a device's
         # updated_at is its record's, which the API lists and its read
         # model serves, and would otherwise move every heartbeat.
-        _update_by_id(session, models.Device, updates, touch=False)
+        _update_by_id(session, models.Device, readings, touch=False)
+        if health_rows:
+            _update_by_id(session, models.Device, health_rows, touch=False)
         # The table's insert, not the ORM's bulk insert: no per-row
         # bookkeeping for rows nobody loads.
         session.execute(models.DeviceMetric.__table__.insert(), metrics)
