@@ -76,7 +76,8 @@ def test_beats_stale_in_the_queue_are_dropped(tmp_path, broker_policy):
                 # The broker kept the newest POLICY_MAX_LENGTH beats (of
                 # which the conductor may find some stale).
                 time.sleep(2 * HEARTBEAT_INTERVAL)
-                assert _dropped(log, offset) <= POLICY_MAX_LENGTH, log.read_log()
+                assert _dropped(log, offset) <= POLICY_MAX_LENGTH, \
+                    log.read_log()
             else:
                 dropped = wait_for(
                     lambda: _dropped(log, offset),
