@@ -86,9 +86,12 @@ class HeartbeatCollector:
                 self.flush()
             except Exception:
                 LOG.exception('Could not write heartbeats; will retry')
-            # Flushes start an interval apart, not an interval after the
-            # last one ended: a flush that takes most of the interval (a
-            # big fleet) does not double the readings' lag.
+                # A whole interval before trying a failing database again.
+                wait = interval
+                continue
+            # Flushes that succeed start an interval apart, not an interval
+            # after the last one ended: a flush that takes most of the
+            # interval (a big fleet) does not double the readings' lag.
             wait = max(0.0, interval - (time.monotonic() - started))
 
     def flush(self):
