@@ -52,12 +52,14 @@ class RequestContextSerializer(messaging.NoOpSerializer):
 
 # Messages a consumer holds unacknowledged, at most (oslo.messaging's
 # [oslo_messaging_rabbit] rabbit_qos_prefetch_count, 0 = unlimited, is given
-# this default). RPC servers and reply waiters acknowledge a message as it
-# arrives, so only the heartbeat stream's listeners (which acknowledge a
-# batch once the collector took it) are held by it: the rest of a backlog
-# waits on the broker, where the stream's policy drops what outlived its
-# deadline and any conductor may take it, instead of ageing in one
-# conductor's socket.
+# this default). A heartbeat stream listener acknowledges a batch once the
+# collector took it: the rest of a backlog waits on the broker, where the
+# stream's policy drops what outlived its deadline and any conductor may
+# take it, instead of ageing in one conductor's socket. An RPC server
+# acknowledges a call when one of its threads takes it up, so only one
+# with more than this many calls waiting for a thread is held: the rest
+# wait on the broker for it or another conductor (and a call's expiry
+# applies there).
 PREFETCH = 500
 
 

@@ -39,11 +39,9 @@ class HeartbeatCollector:
 
     def add(self, context, host, agent_version, inventory_hash, health,
             urgent=False):
-        with self._lock:
-            self._pending[host] = {
-                'host': host, 'agent_version': agent_version,
-                'inventory_hash': inventory_hash, 'health': health,
-                'received_at': hosts.utcnow(), 'context': context}
+        self.add_many(context, [{
+            'host': host, 'agent_version': agent_version,
+            'inventory_hash': inventory_hash, 'health': health}])
         if urgent:
             try:
                 self.flush()
@@ -53,9 +51,9 @@ class HeartbeatCollector:
                               'at once; it goes with the next batch', host)
 
     def add_many(self, context, beats):
-        """Regular beats taken together (off the heartbeat stream): dicts
-        with ``host``, ``agent_version``, ``inventory_hash``, ``health``;
-        a later one of a host replaces an earlier one."""
+        """Beats received now (one called, or a batch off the heartbeat
+        stream): dicts with ``host``, ``agent_version``, ``inventory_hash``
+        and ``health``; a later one of a host replaces an earlier one."""
         received_at = hosts.utcnow()
         with self._lock:
             for beat in beats:
