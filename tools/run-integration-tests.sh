@@ -5,6 +5,9 @@
 # starts them if they are down. A service that is not there fails the tests
 # (never skips them). Each run makes its own vhost and databases and removes
 # them at the end.
+# The tests run in parallel workers (pytest-xdist), a module and its shared
+# deployment on one worker; CYBORG_LIKE_INTEGRATION_WORKERS sets how many
+# (default 3). --setup-only installs what the tests need and runs none.
 # Extra arguments go to pytest (e.g. -k postgresql, -x, -v).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,5 +23,9 @@ if ! command -v prometheus >/dev/null && [ "$(id -u)" = 0 ]; then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus >/dev/null
 fi
 tools/setup-venv.sh
+if [ "${1:-}" = --setup-only ]; then
+    exit 0
+fi
 exec .venv/bin/python -m pytest -m integration tests/integration \
-    -p no:cacheprovider "$@"
+    -p no:cacheprovider -n "${CYBORG_LIKE_INTEGRATION_WORKERS:-3}" \
+    --dist loadgroup "$@"
