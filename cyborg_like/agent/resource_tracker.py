@@ -226,6 +226,12 @@ class ResourceTracker:
         readings now (coalesced). Called from the driver's thread."""
         self._urgent.want()
 
+    def urgent_sent(self, timeout=None):
+        """Wait until every urgent heartbeat wished for so far is sent and
+        none is left to send; False after ``timeout`` seconds. Lets a test
+        count urgent beats without waiting on time."""
+        return self._urgent.idle(timeout)
+
     def start_watching(self):
         """Start the health watchers of the drivers that have one."""
         self._urgent.start()
@@ -274,6 +280,10 @@ class _UrgentBeats:
         self._wanted = threading.Event()
         self._stopping = threading.Event()
         self._thread = None
+        # Set while no run is under way or wanted (see idle()); the lock
+        # keeps a wish and the run loop's look at it in one order.
+        self._idle = threading.Event()
+        self._lock = threading.Lock()
 
     def start(self):
         if self._thread is not None:
@@ -285,7 +295,16 @@ class _UrgentBeats:
         self._thread.start()
 
     def want(self):
-        self._wanted.set()
+        with self._lock:
+            self._idle.clear()
+            self._wanted.set()
+
+    def idle(self, timeout=None):
+        """Wait until every run wished for so far has ended and none is
+        left to run; False if that takes more than ``timeout`` seconds.
+        How a test sees a storm folded into one run without waiting on
+        time."""
+        return self._idle.wait(timeout)
 
     def stop(self):
         self._stopping.set()
@@ -297,6 +316,9 @@ class _UrgentBeats:
 
     def _run(self):
         while True:
+            with self._lock:
+                if not self._wanted.is_set():
+                    self._idle.set()
             self._wanted.wait()
             if self._stopping.is_set():
                 return

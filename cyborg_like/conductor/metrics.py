@@ -109,6 +109,9 @@ ROLLOUT_TARGETS = prometheus_client.Counter(
 ROLLOUT_WAVES = prometheus_client.Counter(
     PREFIX + 'rollout_waves_started', 'Rollout waves this conductor '
     'began.', registry=PROCESS)
+ROLLOUT_RUNS = prometheus_client.Counter(
+    PREFIX + 'rollout_runs', 'Runs of the rollouts periodic this conductor '
+    'completed.', registry=PROCESS)
 
 
 def rollout_state(state):
@@ -121,6 +124,12 @@ def rollout_target_started(rollout_uuid):
 
 def rollout_wave(rollout_uuid):
     ROLLOUT_WAVES.inc()
+
+
+def rollout_run():
+    """A run of the rollouts periodic ended: a flat line is a stalled
+    periodic; a test waits for the next run instead of sleeping."""
+    ROLLOUT_RUNS.inc()
 
 
 # -- fleet series ------------------------------------------------------------

@@ -106,6 +106,7 @@ class Rollouts:
             except Exception:
                 LOG.exception('Step of rollout %s failed; retrying at the '
                               'next run', uuid)
+        metrics.rollout_run()
 
     def step(self, rollout_id):
         rollout = rollouts.load(rollout_id)

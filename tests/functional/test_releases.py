@@ -3,13 +3,12 @@ its agent confirms the release (an FPGA region may be erased meanwhile),
 and an erase clears the region's bitstream, so the next binding programs
 it instead of trusting a stale id."""
 
-import time
-
 import pytest
 import sqlalchemy as sa
 
 from cyborg_like.agent import service as agent_service
 from cyborg_like.common import context
+from cyborg_like.common import exception
 from cyborg_like.common import states
 from cyborg_like.conf import CONF
 from cyborg_like.db import api as db_api
@@ -140,13 +139,24 @@ def _hold_a_release(region_uuid):
         return handle.uuid
 
 
-def test_a_binding_waits_for_the_release_before_it(cloud):
+def test_a_binding_waits_for_the_release_before_it(cloud, monkeypatch):
     """Nova places a new instance on a device as soon as the old one is
     deleted: its binding waits for the release instead of failing."""
     pending = _hold_a_release(_fpga_region(cloud, 'region0')['uuid'])
+    met = []            # the binding's tries that found it being released
+    allocate = arqs.allocate
+
+    def allocate_seen(*args, **kwargs):
+        try:
+            return allocate(*args, **kwargs)
+        except exception.ReleasePending:
+            met.append(args[0])
+            raise
+    monkeypatch.setattr(arqs, 'allocate', allocate_seen)
     arq = _bind_to_region0(cloud, INSTANCE % 7)
-    # Still waiting well after an unhindered binding would be done.
-    time.sleep(1)
+    # Still waiting: it tried again after finding the release under way,
+    # twice (a binding that gave up would not have come back).
+    cloud.wait_for(lambda: len(met) >= 3)
     assert cloud.conductor_api.get_arq(
         ADMIN, arq)['state'] == states.BIND_STARTED
     assert arqs.confirm_release(pending, erased=True)

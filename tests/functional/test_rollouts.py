@@ -8,6 +8,7 @@ ours is mocked."""
 import itertools
 import json
 import os
+import threading
 import time
 
 import pytest
@@ -16,6 +17,7 @@ import yaml
 from cyborg_like.agent import service as agent_service
 from cyborg_like.common import context
 from cyborg_like.common import exception
+from cyborg_like.conductor import metrics
 from cyborg_like.conf import CONF
 from cyborg_like.drivers import base
 from cyborg_like.drivers import fake
@@ -32,12 +34,18 @@ ENDED = ('succeeded', 'failed', 'aborted', 'rolled_back')
 class FleetDriver(fake.FakeDriver, base.HealthReporting):
     """The fake driver of one host: programming ``failing[host]`` fails
     there as the vendor tool would, and the host's devices read unhealthy
-    while it is in ``sick``; programming takes ``delay`` seconds."""
+    while it is in ``sick``; programming takes ``delay`` seconds, and
+    first waits for one of ``permits`` (a semaphore the test releases)
+    when the test sets one."""
 
     failing = {}
     failing_firmware = {}     # host -> text in the image that fails there
     sick = set()
+    # Long enough that targets started together overlap, so a breach of
+    # max_unavailable or of the waves' order shows in the operations'
+    # times: a duration of the work, not a wait for anything.
     delay = 0.2
+    permits = None
 
     def __init__(self, conf, host):
         super().__init__(conf)
@@ -45,6 +53,8 @@ class FleetDriver(fake.FakeDriver, base.HealthReporting):
 
     def program(self, controlpath_id, deployable_name, bitstream_path,
                 bitstream_id):
+        if self.permits is not None:
+            assert self.permits.acquire(timeout=30), 'never let through'
         time.sleep(self.delay)
         if self.failing.get(self.host) == bitstream_id:
             raise exception.DriverError(
@@ -73,6 +83,7 @@ class FleetDriver(fake.FakeDriver, base.HealthReporting):
 def cloud(tmp_path, monkeypatch):
     FleetDriver.failing, FleetDriver.sick = {}, set()
     FleetDriver.failing_firmware = {}
+    FleetDriver.permits = None
     inventory = tmp_path / 'inventory.yaml'
     fpga = yaml.safe_load(open(cloud_module.INVENTORY))['devices'][0]
     for region in fpga['deployables']:
@@ -173,8 +184,24 @@ def _held(cloud):
     return {uuid: r['bitstream_id'] for uuid, r in _regions(cloud).items()}
 
 
+def _a_whole_run(cloud):
+    """Return once a run of the rollouts' periodic that began after this
+    call has ended (the runs one after the other, each counted at its
+    end): whatever the periodic would have done by now, it has done, and
+    a run that had read the state before the call is over too."""
+    runs = metrics.ROLLOUT_RUNS._value.get()
+    cloud.wait_for(lambda: metrics.ROLLOUT_RUNS._value.get() >= runs + 2)
+
+
+def _operation_count():
+    from cyborg_like.db import api as db_api
+    from cyborg_like.db import models
+    with db_api.reader() as session:
+        return session.query(models.Operation).count()
+
+
 def test_dry_run_shows_the_waves_and_touches_nothing(cloud):
-    before = _held(cloud)
+    before, operations = _held(cloud), _operation_count()
     plan = _create(cloud, {'canary': 1, 'waves': ['30%']}, dry_run=True)
     assert plan['dry_run'] is True and plan['targets'] == REGIONS
     # 1 canary, then waves of 3 (30% of 10, rounded up) over 9 targets.
@@ -183,7 +210,10 @@ def test_dry_run_shows_the_waves_and_touches_nothing(cloud):
     assert plan['waves'][0]['first_host'] == HOSTS[0]
     status, listed = cloud.call('GET', '/v2/rollouts')
     assert (status, listed['rollouts']) == (200, [])
-    time.sleep(0.3)
+    # A run of the periodic starts a rollout's targets as operations, in
+    # the run: none.
+    _a_whole_run(cloud)
+    assert _operation_count() == operations
     assert _held(cloud) == before
 
 
@@ -337,7 +367,7 @@ def test_busy_regions_are_waited_for(cloud):
     uuid = rollout['uuid']
     cloud.wait_for(lambda: _show(cloud, uuid)['targets'].get('done') ==
                    REGIONS - 1, 30)
-    time.sleep(0.5)
+    _a_whole_run(cloud)     # another look at the busy region: still waited
     waiting = _show(cloud, uuid)
     assert (waiting['state'], waiting['targets']['pending']) == (
         'running', 1)
@@ -363,7 +393,9 @@ def test_busy_regions_waited_for_past_the_timeout_are_skipped(cloud):
 
 
 def test_pause_resume_abort_and_manual_rollback(cloud):
-    FleetDriver.delay = 0.5
+    # Programming goes only as far as the test lets it, one permit each
+    # (and takes no time: nothing here measures overlaps).
+    FleetDriver.permits, FleetDriver.delay = threading.Semaphore(0), 0
     try:
         rollout = _create(cloud, {'canary': 1, 'waves': [1]})
         uuid = rollout['uuid']
@@ -371,23 +403,32 @@ def test_pause_resume_abort_and_manual_rollback(cloud):
         assert (status, paused['state']) == (200, 'paused')
         status, body = cloud.call('POST', '/v2/rollouts/%s/pause' % uuid)
         assert status == 409, body
-        time.sleep(1.5)
-        frozen = _show(cloud, uuid)['targets']
-        time.sleep(1)
+        # A run that read the rollout before the pause is over; the
+        # canary, if it started, ends; then a run changes nothing.
+        _a_whole_run(cloud)
+        FleetDriver.permits.release()
+        frozen = _settled(cloud, uuid)
+        _a_whole_run(cloud)
         assert _show(cloud, uuid)['targets'] == frozen
         assert frozen.get('done', 0) + frozen.get('gating', 0) <= 1
         status, resumed = cloud.call('POST', '/v2/rollouts/%s/resume' % uuid)
         assert (status, resumed['state']) == (200, 'running')
+        FleetDriver.permits.release(3)
         cloud.wait_for(lambda: _show(cloud, uuid)['targets'].get('done', 0)
                        >= 3, 20)
         status, aborted = cloud.call('POST', '/v2/rollouts/%s/abort' % uuid)
         assert (status, aborted['state']) == (200, 'aborted')
-        time.sleep(1.5)
-        after = _show(cloud, uuid)['targets']
-        assert after.get('in_progress', 0) == 0
+        # Likewise: what was under way ends and is recorded; a run starts
+        # nothing.
+        _a_whole_run(cloud)
+        FleetDriver.permits.release(REGIONS)
+        after = _settled(cloud, uuid)
+        _a_whole_run(cloud)
+        assert _show(cloud, uuid)['targets'] == after
         assert after['pending'] >= 1
         changed = after.get('done', 0) + after.get('gating', 0)
         assert len(_operations(cloud, uuid)) == changed
+        FleetDriver.permits = None
         status, back = cloud.call('POST', '/v2/rollouts/%s/rollback' % uuid)
         assert (status, back['state']) == (200, 'manual_rollback')
         done = _ended(cloud, uuid)
@@ -397,7 +438,18 @@ def test_pause_resume_abort_and_manual_rollback(cloud):
                                    'total': REGIONS}
         assert set(_held(cloud).values()) == {'bs-old'}
     finally:
+        permits, FleetDriver.permits = FleetDriver.permits, None
+        if permits is not None:
+            permits.release(REGIONS)        # none left waiting at the stop
         FleetDriver.delay = 0.2
+
+
+def _settled(cloud, uuid):
+    """The targets' counts once none is in progress (every operation a
+    paused or aborted rollout had under way ended and was recorded)."""
+    return cloud.wait_for(lambda: (lambda t: t if not t.get('in_progress')
+                                   else None)(_show(cloud, uuid)['targets']),
+                          20)
 
 
 def test_notifications_and_bad_requests(cloud):

@@ -4,8 +4,9 @@ The API's and the conductor's transport_url point at a TcpProxy in front of
 RabbitMQ (the agent's does not), and the proxy cuts the path for
 CUT_SECONDS. During the cut every request that needs the conductor must be
 answered 503 with Retry-After and our error body within the configured
-bound ([api] conductor_timeout) plus a small margin, even while a burst
-holds every API thread, and ``GET /`` (no conductor needed) must answer 200.
+bound ([api] conductor_timeout; the test fails past a ceiling of three
+times it, cuts.CEILING), even while a burst holds every API thread, and
+``GET /`` (no conductor needed) must answer 200.
 After the cut the API must answer again within a measured recovery time,
 and no accelerator request may exist that its caller was not answered 201
 for: a POST answered 503 is never carried out later (the ghost ARQs of
@@ -39,8 +40,8 @@ from .infra import fresh_database
 from .infra import rabbitmq_vhost
 from .infra import started
 from .cuts import BOUND
+from .cuts import CEILING
 from .cuts import CONFIG
-from .cuts import MARGIN
 from .cuts import RETRY_AFTER
 from .cuts import recovery_seconds
 from .cuts import summary
@@ -137,16 +138,22 @@ def test_broker_cut(tmp_path, variant, mode, cut_seconds):
 
         root = [a for a in answers if a['url'].endswith(':%d/' % dep.api_port)]
         rest = [a for a in answers if a not in root]
+        # Measured first, so that a failure below shows them too.
+        print('\nbroker cut %s %gs (%s publish): seconds to answer %s' % (
+            mode, cut_seconds, variant, json.dumps({
+                'bound': BOUND, 'ceiling': CEILING,
+                'conductor_requests': summary([a['elapsed'] for a in rest]),
+                'get_root': summary([a['elapsed'] for a in root])})))
         for answer in rest:
             assert answer['status'] == 503, answer
             assert answer['retry_after'] == str(RETRY_AFTER), answer
             fault = json.loads(json.loads(answer['body'])['error_message'])
             assert fault['error_code'] == 'accel.unavailable', fault
             assert 'conductor' in fault['faultstring'], fault
-            assert answer['elapsed'] <= BOUND + MARGIN, answer
+            assert answer['elapsed'] <= CEILING, answer
         for answer in root:
             assert answer['status'] == 200, answer
-            assert answer['elapsed'] <= BOUND + MARGIN, answer
+            assert answer['elapsed'] <= CEILING, answer
 
         # Recovery: the first 200 of GET /v2/devices after the restore.
         recovered = recovery_seconds(dep.api_url, restored_at,
@@ -178,7 +185,8 @@ def test_broker_cut(tmp_path, variant, mode, cut_seconds):
         posts = [a for a in rest if a['method'] == 'POST']
         print('\nbroker cut %s %gs (%s publish): %s' % (
             mode, cut_seconds, variant, json.dumps({
-                'bound': BOUND, 'conductor_requests_503': summary(
+                'bound': BOUND, 'ceiling': CEILING,
+                'conductor_requests_503': summary(
                     [a['elapsed'] for a in rest]),
                 'posts_503': len(posts),
                 'get_root_200': summary([a['elapsed'] for a in root]),

@@ -5,8 +5,9 @@ MariaDB or PostgreSQL (nothing else talks to the database); the API, the
 conductor and the agent are processes over RabbitMQ. During the cut every
 request that needs the database -- GET /v2/devices, POST
 /v2/accelerator_requests, a bind PATCH -- must be answered within the bound
-([api] conductor_timeout) plus a margin, with 503 and Retry-After or with
-success; never a 500, never a hang. After the restore the conductor must
+([api] conductor_timeout; the test fails past a ceiling of three times it,
+cuts.CEILING), with 503 and Retry-After or with success; never a 500,
+never a hang. After the restore the conductor must
 serve again (a list, a create, a bind that completes) within a measured
 recovery time, and nothing may have been written for a caller answered
 503: the ARQs in the database are exactly those answered 201, quota usage
@@ -57,8 +58,8 @@ from .infra import rabbitmq_vhost
 from .infra import started
 from .infra import wait_for
 from .cuts import BOUND
+from .cuts import CEILING
 from .cuts import CONFIG
-from .cuts import MARGIN
 from .cuts import RETRY_AFTER
 from .cuts import recovery_seconds
 from .cuts import summary
@@ -143,8 +144,9 @@ def _accepted(answers):
 
 
 def _check_answer(answer):
-    """Success, or 503 with Retry-After and our error body; in time."""
-    assert answer['elapsed'] <= BOUND + MARGIN, answer
+    """Success, or 503 with Retry-After and our error body; in time (under
+    the ceiling: the measured times are printed before it is checked)."""
+    assert answer['elapsed'] <= CEILING, answer
     if answer['status'] in (200, 201, 202):
         return
     assert answer['status'] == 503, answer
@@ -228,6 +230,11 @@ def test_database_cut(tmp_path, backend, mode):
                                   gpu['rp_uuid'])
         proxy.restore(strand=_strands(backend, mode))
         restored_at = time.monotonic()
+        # Measured first, so that a failure below shows them too.
+        print('\ndatabase cut %s %s %gs: seconds to answer %s' % (
+            backend, mode, CUT_SECONDS, json.dumps({
+                'bound': BOUND, 'ceiling': CEILING,
+                'answers': summary([a['elapsed'] for a in answers])})))
         for answer in answers:
             _check_answer(answer)
             created.update(answer['arqs'])
@@ -277,7 +284,8 @@ def test_database_cut(tmp_path, backend, mode):
         print('\ndatabase cut %s %s %gs (io_timeout %d, strand %s): %s' % (
             backend, mode, CUT_SECONDS, IO_TIMEOUT,
             _strands(backend, mode), json.dumps({
-                'bound': BOUND, 'connections_at_cut': pooled,
+                'bound': BOUND, 'ceiling': CEILING,
+                'connections_at_cut': pooled,
                 'answers': {status: summary(values)
                             for status, values in by_status.items()},
                 'binds_refused': len(refused),

@@ -14,6 +14,17 @@ pytestmark = pytest.mark.integration
 # [api] read_model_check_interval by default: a lost announcement is
 # caught up by the next confirmation, within twice this (docs/design.md).
 CHECK_INTERVAL = 2.0
+# The tests fail past three times that design value, a ceiling a loaded
+# machine stays under (slow is not wrong), and print what they measured.
+CAUGHT_UP_DESIGN = 2 * CHECK_INTERVAL
+CAUGHT_UP_CEILING = 3 * CAUGHT_UP_DESIGN
+
+
+def _caught_up_since(changed, what):
+    took = time.monotonic() - changed
+    print('\n%s: caught up %.2fs after the change (design %.0fs)'
+          % (what, took, CAUGHT_UP_DESIGN))
+    assert took < CAUGHT_UP_CEILING, took
 
 
 def _served(dep, path):
@@ -41,7 +52,7 @@ def test_a_change_never_announced_is_found_by_generation(deployment):
     wait_for(lambda: (_served(dep, '/v2/devices/%s' % device['uuid'])
                       or {}).get('model') == 'Renamed',
              timeout=30, message='The read model did not catch up')
-    assert time.monotonic() - changed < 2 * CHECK_INTERVAL + 3
+    _caught_up_since(changed, 'a change never announced')
 
 
 def test_generations_go_on_after_a_conductor_restart(deployment):
@@ -109,7 +120,7 @@ def test_an_arq_change_never_announced_is_found_by_generation(deployment):
     changed = time.monotonic()
     wait_for(lambda: reason() == 'written behind its back', timeout=30,
              message='The kept answer outlived its generation')
-    assert time.monotonic() - changed < 2 * CHECK_INTERVAL + 3
+    _caught_up_since(changed, 'a kept answer of an older generation')
     dep.call('DELETE', '/v2/accelerator_requests?arqs=%s' % arq['uuid'],
              None, 204)
     dep.call('DELETE', '/v2/device_profiles/kept-answers', None, 204)

@@ -23,8 +23,11 @@ BACKEND = 'mariadb'
 # Long enough for several first-report tries without a conductor.
 CONDUCTOR_LATE_BY = 8.0
 # A try waits at most [agent] report_timeout (here CONDUCTOR_TIMEOUT) for
-# a conductor, then pauses at most [agent] first_report_max_interval (2 s).
-APPEAR_BOUND = CONDUCTOR_TIMEOUT + 2.0 + 2.0
+# a conductor, then pauses at most [agent] first_report_max_interval (2 s):
+# the design value. The test fails past three times it (a loaded machine
+# is slow, not wrong) and prints what it measured.
+APPEAR_DESIGN = CONDUCTOR_TIMEOUT + 2.0 + 2.0
+APPEAR_BOUND = 3 * APPEAR_DESIGN
 # Discovery far longer than the test: only the first-report retry can
 # bring the devices in time.
 DISCOVERY_INTERVAL = 300

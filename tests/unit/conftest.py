@@ -43,14 +43,17 @@ def transport():
 def serve(transport):
     """``serve(endpoint, topic=<the conductor's>, server='c1', **kwargs)``
     starts an RPC server of ``endpoint`` (``kwargs``: rpc.get_server's,
-    e.g. ``drop_late``); every server started stops when the test ends."""
+    e.g. ``drop_late``); every server started stops when the test ends.
+    ``ordered=True``: one worker handles the messages one after the other,
+    in the order taken, so the answer to a marker call proves every
+    message queued before it handled (no waiting on time)."""
     servers = []
 
     def start(endpoint, topic=conductor_rpcapi.TOPIC, server='c1',
-              **kwargs):
+              ordered=False, **kwargs):
         started = rpc.get_server(messaging.Target(topic=topic, server=server),
                                  [endpoint], **kwargs)
-        started.start()
+        started.start(override_pool_size=1 if ordered else None)
         servers.append(started)
         return started
 

@@ -42,12 +42,14 @@ def test_a_stream_of_writes_is_a_few_announcements(monkeypatch):
         started = time.monotonic()
         for generation in range(1, 51):     # 50 commits in ~0.5 s
             publisher.changed({'arqs': generation})
-            time.sleep(0.01)
+            time.sleep(0.01)                # a stream of writes, not a wait
+        lasted = time.monotonic() - started
         _settled(client, {'arqs': 50})
-        # One cast per spacing at most, the first at once; the last holds
-        # the highest generation.
+        # One cast per spacing at most, however long the stream took here
+        # (a loaded machine stretches it), the first at once; the last
+        # holds the highest generation.
         assert client.sent[0][0] - started < 0.1
-        assert len(client.sent) <= 0.5 / 0.1 + 3, client.sent
+        assert len(client.sent) <= lasted / 0.1 + 3, (lasted, client.sent)
         gaps = [b[0] - a[0] for a, b in zip(client.sent, client.sent[1:])]
         assert min(gaps) >= 0.09
     finally:

@@ -477,6 +477,7 @@ static fake_device system_faults;   /* only .faults is used */
 static char driver_version[TEXT];
 static int cuda_version;
 static int init_count;              /* nvmlInit minus nvmlShutdown */
+static int event_polls;             /* waits that found nothing yet */
 
 /* ------------------------------------------------------------------ */
 /* Reading the data file                                                */
@@ -2107,6 +2108,8 @@ nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t *data,
         else if ((result = fault_for(&system_faults, __func__))
                  == NVML_SUCCESS)
             result = next_event(found, data);
+        if (result == NVML_ERROR_TIMEOUT)
+            event_polls++;
         pthread_mutex_unlock(&lock);
         if (result != NVML_ERROR_TIMEOUT)
             return result;
@@ -2141,6 +2144,17 @@ nvmlReturn_t nvmlEventSetFree(nvmlEventSet_t set)
 int fake_nvml_init_count(void)
 {
     return init_count;
+}
+
+/* How often a blocked nvmlEventSetWait_v2 looked and found no event, all
+ * sets together: a test sees a wait blocked before it injects an event. */
+int fake_nvml_event_polls(void)
+{
+    int polls;
+    pthread_mutex_lock(&lock);
+    polls = event_polls;
+    pthread_mutex_unlock(&lock);
+    return polls;
 }
 
 /* MIG changes (mode, GI or CI created or destroyed) this process made. */

@@ -50,6 +50,11 @@ class FakeNvml:
         """nvmlInit calls that no nvmlShutdown has matched yet."""
         return self.lib.fake_nvml_init_count()
 
+    def event_polls(self):
+        """How often a blocked event wait has looked and found nothing,
+        this process's waits together: compare before and after."""
+        return self.lib.fake_nvml_event_polls()
+
     @property
     def state_path(self):
         """Where the fake keeps MIG changes for later processes (the
