@@ -25,9 +25,12 @@ class AgentService:
             call_monitor_timeout=conf.agent.report_pickup_timeout)
         self.tracker = resource_tracker.ResourceTracker(
             self.host, conf, conductor_api, drivers=drivers)
+        playbooks_conductor_api = conductor_rpcapi.ConductorAPI(
+            timeout=conf.agent.report_timeout)
         self.playbooks = playbook_runner.PlaybookRunner(
-            self.host, conf, conductor_rpcapi.ConductorAPI(
-                timeout=conf.agent.report_timeout), self.tracker)
+            self.host, conf, playbooks_conductor_api, self.tracker)
+        # Their calls still waiting for a conductor are abandoned by stop.
+        self._conductor_apis = (conductor_api, playbooks_conductor_api)
         target = messaging.Target(topic=rpcapi.TOPIC, server=self.host)
         self.manager = manager.AgentManager(conf, self.tracker,
                                             playbooks=self.playbooks)
@@ -42,6 +45,8 @@ class AgentService:
         self._starter = None
 
     def start(self):
+        for conductor_api in self._conductor_apis:
+            conductor_api.resume_calls()
         self._server.start()
         # The first report is retried quickly until a conductor takes it
         # (services start in any order); the loops start after it.
@@ -74,6 +79,15 @@ class AgentService:
         self.quiesce()
         self.playbooks.stop()
         self._server.stop()
+        # Handlers still running may be waiting for a conductor's answer
+        # (confirming a release, reporting the inventory it asked for): a
+        # conductor that has stopped -- the all-in-one stops its conductor
+        # first -- never gives one, and the wait would last the whole
+        # [agent] report_timeout. What they would have told is told again
+        # after a restart (a pending release comes back with the first
+        # inventory report).
+        for conductor_api in self._conductor_apis:
+            conductor_api.abandon_calls()
         self._server.wait()
         LOG.info('Agent on %s stopped', self.host)
 

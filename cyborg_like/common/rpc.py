@@ -140,10 +140,10 @@ def get_stream_listener(topic, endpoint, batch_size, batch_timeout):
     after the priority gets lists of up to ``batch_size`` messages, at
     least every ``batch_timeout`` seconds while any wait. Listeners of one
     topic share its queue: each message goes to one of them."""
-    return messaging.get_batch_notification_listener(
+    return _stops_promptly(messaging.get_batch_notification_listener(
         _stream_transport(), [messaging.Target(topic=topic)], [endpoint],
         executor='threading', batch_size=batch_size,
-        batch_timeout=batch_timeout)
+        batch_timeout=batch_timeout))
 
 
 def get_client(target, version_cap=None):
@@ -160,20 +160,107 @@ def get_server(target, endpoints, drop_late=False):
     if drop_late:
         endpoints = [DropsLateCalls(endpoint) for endpoint in endpoints]
     # The threading executor is oslo.messaging's default (and its future).
-    return messaging.get_rpc_server(
-        TRANSPORT, target, endpoints, serializer=RequestContextSerializer())
+    return _stops_promptly(messaging.get_rpc_server(
+        TRANSPORT, target, endpoints, serializer=RequestContextSerializer()))
+
+
+class _ServerExecutor(concurrent.futures.ThreadPoolExecutor):
+    """The thread pool of our servers and listeners: the standard
+    library's, which oslo.messaging's server uses as it does futurist's
+    (the 'threading' executor): ``max_workers``, ``submit``, ``shutdown``.
+    Its shutdown wakes idle workers at once; futurist's idle workers look
+    for a stop once a second (futurist ThreadWorker.MAX_IDLE_FOR), so
+    every server's ``wait`` took up to a second after its last message
+    was handled. Shutdown still waits for the messages taken."""
+
+    def __init__(self, max_workers=None):
+        super().__init__(max_workers=max_workers,
+                         thread_name_prefix='rpc-server')
+
+
+def _stops_promptly(server):
+    """``server`` with its pool made by _ServerExecutor. oslo.messaging
+    offers no public choice of the pool's class (its own tests set this
+    attribute too); if it is gone, the server keeps futurist's pool and
+    only its stop is slower."""
+    if hasattr(server, '_executor_cls'):
+        server._executor_cls = _ServerExecutor
+    return server
+
+
+class CallAbandoned(messaging.MessagingTimeout):
+    """The caller's service is stopping: it stopped waiting for the answer
+    (``Calls.abandon``). A MessagingTimeout, which callers already take
+    for "no conductor answered"."""
+
+
+class Calls:
+    """The bounded calls (``call_within``) of one client, which its
+    service abandons when it stops: every caller still waiting for an
+    answer gets CallAbandoned at once, and so does every call made after,
+    instead of waiting out its timeout. An agent's RPC handler confirming
+    a release to a conductor that has stopped (the all-in-one stops its
+    conductor first) would otherwise hold the agent's stop for the whole
+    ``[agent] report_timeout``; what such a call would have told is told
+    again after a restart (docs/design.md, "Release confirmation").
+    """
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._waiting = set()       # an Event per waiting caller
+        self._abandoned = False
+
+    def abandon(self):
+        with self._lock:
+            self._abandoned = True
+            waiting = list(self._waiting)
+        for woken in waiting:
+            woken.set()
+
+    def resume(self):
+        """Calls are waited for again (the service started again)."""
+        with self._lock:
+            self._abandoned = False
+
+    @property
+    def abandoned(self):
+        return self._abandoned
+
+    def wait(self, answer, timeout):
+        """Wait up to ``timeout`` seconds for the future ``answer``; True
+        when it is done, False on timeout; CallAbandoned when abandoned
+        first."""
+        woken = threading.Event()
+        with self._lock:
+            if self._abandoned:
+                raise CallAbandoned('Stopping: not waiting for an answer')
+            self._waiting.add(woken)
+        try:
+            answer.add_done_callback(lambda _answer: woken.set())
+            woken.wait(timeout)
+        finally:
+            with self._lock:
+                self._waiting.discard(woken)
+        if answer.done():
+            return True
+        if self._abandoned:
+            raise CallAbandoned('Stopping: stopped waiting for an answer')
+        return False
 
 
 def call_within(client, context, method, timeout, version='1.0',
-                call_monitor_timeout=None, **kwargs):
+                call_monitor_timeout=None, calls=None, **kwargs):
     """``client.call`` answered, or MessagingTimeout after ``timeout``
     seconds at the latest, publish retries included.
 
     The call carries a copy of ``context`` with ``deadline`` set (an
     earlier deadline already there wins), so the server can drop it if it
     arrives after its caller stopped waiting. The publish retries
-    ``[DEFAULT] rpc_publish_retries`` times.
+    ``[DEFAULT] rpc_publish_retries`` times. ``calls``: the caller's
+    ``Calls``, whose ``abandon`` ends the wait at once (CallAbandoned).
     """
+    if calls is not None and calls.abandoned:
+        raise CallAbandoned('Stopping: %s not sent' % method)
     now = time.time()
     deadline = now + timeout
     if getattr(context, 'deadline', None) is not None:
@@ -206,6 +293,13 @@ def call_within(client, context, method, timeout, version='1.0',
     threading.Thread(target=send, name='rpc-call-%s' % method,
                      daemon=True).start()
     try:
+        if calls is not None:
+            try:
+                calls.wait(answer, max(0.0, expires - time.monotonic()))
+            except CallAbandoned:
+                answer.cancel()
+                raise CallAbandoned('Stopping: stopped waiting for the '
+                                    'answer to %s' % method) from None
         return answer.result(timeout=max(0.0, expires - time.monotonic()))
     except concurrent.futures.TimeoutError:
         answer.cancel()

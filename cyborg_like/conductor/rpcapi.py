@@ -69,6 +69,8 @@ class ConductorAPI:
     there (rpc.call_within); the call carries that deadline and a conductor
     drops it once it has passed. ``call_monitor_timeout`` (seconds, >= 2)
     gives up sooner when no conductor shows signs of working on a call.
+    ``abandon_calls`` (a stopping service) ends the waits of those calls
+    at once.
     """
 
     def __init__(self, timeout=None, call_monitor_timeout=None,
@@ -79,6 +81,17 @@ class ConductorAPI:
         self._client = rpc.get_client(target, version_cap=version_cap)
         self._timeout = timeout
         self._call_monitor_timeout = call_monitor_timeout
+        self._calls = rpc.Calls()
+
+    def abandon_calls(self):
+        """Stop waiting for answers: calls under way and made from now on
+        (with a ``timeout``) raise rpc.CallAbandoned, a MessagingTimeout,
+        at once. For a service's stop (an agent's, whose handlers may be
+        calling a conductor that has stopped)."""
+        self._calls.abandon()
+
+    def resume_calls(self):
+        self._calls.resume()
 
     def _call(self, context, method, version='1.0', **kwargs):
         if self._timeout is None:
@@ -89,7 +102,8 @@ class ConductorAPI:
                                             **kwargs)
         return rpc.call_within(
             self._client, context, method, self._timeout, version=version,
-            call_monitor_timeout=self._call_monitor_timeout, **kwargs)
+            call_monitor_timeout=self._call_monitor_timeout,
+            calls=self._calls, **kwargs)
 
     def _newer(self, version, kwargs, newer_version, **newer):
         """(version, kwargs) to send: the ``newer`` arguments go along only

@@ -6,17 +6,20 @@ sweep fails it as interrupted; with one, the caller is told at once (503
 with Retry-After) and nothing is written.
 """
 
+import concurrent.futures
 import contextlib
 import threading
-
-import futurist
 
 from cyborg_like.common import exception
 
 
 class WorkQueue:
     def __init__(self, workers, capacity):
-        self._executor = futurist.ThreadPoolExecutor(max_workers=workers)
+        # The standard library's pool: its shutdown wakes idle workers at
+        # once (futurist's look for a stop once a second, which a
+        # conductor's stop waited for).
+        self._executor = concurrent.futures.ThreadPoolExecutor(
+            max_workers=workers, thread_name_prefix='conductor-worker')
         self._slots = threading.Semaphore(capacity)
 
     @contextlib.contextmanager

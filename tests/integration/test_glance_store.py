@@ -146,7 +146,10 @@ def test_open_of_an_image_without_data(store, glance_cloud):
         glance_cloud.admin_request('DELETE', '/v2/images/' + image_id)
 
 
-@pytest.mark.parametrize('location', [str(uuid.uuid4()), 'not-a-uuid', ''])
+# A fixed uuid no image has: parameters must be the same in every xdist
+# worker's collection.
+@pytest.mark.parametrize('location', ['0e7c1f2a-4b9d-4c55-9a3e-6f1d2b8c7a10',
+                                      'not-a-uuid', ''])
 def test_open_of_unknown_locations(store, location):
     with pytest.raises(exception.ImageDataNotFound):
         store.open(location)
