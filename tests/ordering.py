@@ -6,7 +6,8 @@ seed is printed in the header and ``--order-seed N`` repeats an order. A
 gabbi file is a sequence (each test builds on the one before), so its tests
 keep their order and, under pytest-xdist's ``--dist loadgroup``, one worker.
 Every xdist worker gets the controller's seed, as they must all collect the
-same items in the same order.
+same items in the same order. Tests marked ``long`` (a minute or more of a
+worker's time) start first, in random order among themselves.
 """
 
 import random
@@ -89,8 +90,14 @@ def pytest_collection_modifyitems(config, items):
     rng = random.Random(seed)
     order = sorted(modules)
     rng.shuffle(order)
+    # Modules with a long test go out first, so that the run does not end
+    # with the other workers idle while one finishes it.
+    order.sort(key=lambda module: not any(
+        item.get_closest_marker('long') for block in modules[module].values()
+        for item in block))
     items[:] = []
     for module in order:
         blocks = list(modules[module].values())
         rng.shuffle(blocks)
+        blocks.sort(key=lambda block: not block[0].get_closest_marker('long'))
         items.extend(item for block in blocks for item in block)

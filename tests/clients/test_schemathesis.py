@@ -38,6 +38,7 @@ def _st():
         sys.executable, '-m', 'schemathesis.cli']
 
 
+@pytest.mark.long     # every operation, every phase
 @pytest.mark.timeout(RUN_TIMEOUT + 60)
 def test_schemathesis_finds_nothing(cyborg, tmp_path):
     command = _st() + [

@@ -619,6 +619,7 @@ def _driver_operations(uuid):
                       key=lambda r: r[2])
 
 
+@pytest.mark.long     # playbook runs on five hosts, wave by wave
 def test_driver_rollout_canary_then_waves_to_every_host(driver_cloud):
     cloud = driver_cloud
     plan = _driver_rollout(cloud, '2.0', {'canary': 1, 'waves': [2]},
@@ -656,6 +657,7 @@ def test_driver_rollout_canary_then_waves_to_every_host(driver_cloud):
     assert not _host(cloud, HOSTS[0])['drained_devices']
 
 
+@pytest.mark.long     # playbook runs on five hosts, wave by wave
 def test_driver_canary_failure_stops_and_rolls_back(driver_cloud):
     cloud = driver_cloud
     first = _driver_rollout(cloud, '2.0', {'canary': 1, 'waves': ['100%'],
@@ -708,6 +710,7 @@ def _operation_requests(uuid):
                  json.loads(o.params).get('timeout')) for o in rows]
 
 
+@pytest.mark.long     # playbook runs on five hosts, wave by wave
 def test_driver_rollout_parameters_reach_every_operation(driver_cloud):
     cloud = driver_cloud
     repository = 'deb https://example.invalid/nvidia bookworm main'
@@ -802,6 +805,7 @@ def _bind_gpu(cloud, host, instance):
     return arq
 
 
+@pytest.mark.long     # playbook runs on five hosts, wave by wave
 def test_driver_rollout_includes_busy_hosts_only_when_told(driver_cloud):
     cloud = driver_cloud
     busy = HOSTS[2]

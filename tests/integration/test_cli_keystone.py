@@ -17,7 +17,9 @@ import yaml
 from . import infra
 from . import keystone as ks
 
-pytestmark = pytest.mark.integration
+# long: the openstack CLI against Keystone (tests/ordering.py starts it
+# first).
+pytestmark = [pytest.mark.integration, pytest.mark.long]
 
 CYBORG_LIKE = os.path.join(infra.BIN, 'cyborg-like')
 TIMEOUT = 120

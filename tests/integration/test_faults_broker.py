@@ -48,7 +48,8 @@ from .cuts import summary
 from .cuts import timed
 from .tcpproxy import TcpProxy
 
-pytestmark = pytest.mark.integration
+# long: cuts of 30 s, twice per case (tests/ordering.py starts it first).
+pytestmark = [pytest.mark.integration, pytest.mark.long]
 
 BACKEND = 'mariadb'     # the broker is cut here, not the database
 RECOVERY_BOUND = 45.0   # the broker's reconnect backoff is 1 s .. 30 s

@@ -66,7 +66,8 @@ from .cuts import summary
 from .cuts import timed
 from .tcpproxy import TcpProxy
 
-pytestmark = pytest.mark.integration
+# long: cuts of 12-30 s per case (tests/ordering.py starts it first).
+pytestmark = [pytest.mark.integration, pytest.mark.long]
 
 CUT_SECONDS = float(os.environ.get('CYBORG_LIKE_DB_CUT_SECONDS', '12'))
 IO_TIMEOUT = int(os.environ.get('CYBORG_LIKE_DB_IO_TIMEOUT', '4'))

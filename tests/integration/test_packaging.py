@@ -21,7 +21,11 @@ import requests
 
 from .infra import free_port
 
-pytestmark = pytest.mark.integration
+# long: a wheel built and installed in a new virtualenv (BUILD_TIMEOUT and
+# INSTALL_TIMEOUT, the fixture's setup included in the test's timeout;
+# tests/ordering.py starts it first).
+pytestmark = [pytest.mark.integration, pytest.mark.long,
+              pytest.mark.timeout(1500)]
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))

@@ -22,7 +22,10 @@ from tests.playbook_targets import targets
 
 # A playbook run takes 10-30 s on a busy 2-core machine; the lifecycle
 # test makes ten.
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(1200)]
+# long: a Debian root built on first use, playbooks run for real
+# (tests/ordering.py starts it first).
+pytestmark = [pytest.mark.integration, pytest.mark.long,
+              pytest.mark.timeout(1200)]
 
 NVIDIA_BLACKLIST = '/etc/modprobe.d/cyborg-like-blacklist-nouveau.conf'
 WANTS = '/etc/systemd/system/multi-user.target.wants/'

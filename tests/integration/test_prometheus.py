@@ -242,4 +242,9 @@ def test_every_dashboard_expression_evaluates(scraped):
         prometheus.query(expr)      # asserts status success
     # The capacity stat shows the fleet once, not once per conductor:
     # region0 (1) and region1 (two functions: 2) and the GPU (1).
-    assert prometheus.value('sum(cyborg_like_resource_class_capacity)') == 4
+    # (Waited for: in a random order this may be the module's first test,
+    # before a scrape of the conductor.)
+    capacity = wait_for(lambda: prometheus.value(
+        'sum(cyborg_like_resource_class_capacity)'),
+        message='no capacity was scraped')
+    assert capacity == 4

@@ -4,10 +4,13 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 
 
+@pytest.mark.long     # ansible-lint of every playbook
 def test_playbooks_pass_ansible_lint():
     lint = os.path.join(os.path.dirname(sys.executable), 'ansible-lint')
     proc = subprocess.run(
