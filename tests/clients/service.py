@@ -92,6 +92,7 @@ class Service:
         self.process.start(START_TIMEOUT)
         self._wait_for_devices()
         self._wait_until_binding_works()
+        self._wait_until_settled()
         return self
 
     def _wait_for_devices(self):
@@ -153,6 +154,33 @@ class Service:
         raise RuntimeError('No ARQ could be bound within %ds (last reason: '
                            '%s):\n%s' % (START_TIMEOUT, reason,
                                           self.log_tail()))
+
+    def _wait_until_settled(self):
+        """What a test may count on from its first request, though it
+        comes after the readiness above: the probe ARQ's handle released
+        (the agent confirms a release: until then the GPU is in use, and
+        a MIG layout, a flash or a driver operation is refused), and the
+        agent's version known (it comes with the first heartbeat, the
+        host being up from the first inventory report; driver operations
+        are refused until it is)."""
+        latest = {'OpenStack-API-Version': 'accelerator latest'}
+
+        def settled():
+            totals = requests.get(self.url + '/v2/availability',
+                                  headers=latest, timeout=10).json()['totals']
+            host = requests.get('%s/v2/hosts/%s' % (self.url, self.host),
+                                headers=latest, timeout=10).json()
+            return (totals['free'] == totals['total']
+                    and host.get('agent_version'))
+
+        deadline = time.monotonic() + START_TIMEOUT
+        while not settled():
+            if time.monotonic() > deadline:
+                raise RuntimeError(
+                    'cyborg-like-all-in-one did not release the probe ARQ '
+                    'or hear the agent version within %ds:\n%s'
+                    % (START_TIMEOUT, self.log_tail()))
+            time.sleep(0.1)
 
     def stop(self):
         """SIGTERM; the exit code (None: it ignored SIGTERM for

@@ -1,6 +1,15 @@
-"""``cyborg-like``, the operator CLI, as operators run it: its console
-script in a subprocess, against a live ``cyborg-like-all-in-one`` with no
-Keystone (``--os-endpoint URL`` alone means ``--os-auth-type none``).
+"""``cyborg-like``, the operator CLI, as operators run it, against a live
+``cyborg-like-all-in-one`` with no Keystone (``--os-endpoint URL`` alone
+means ``--os-auth-type none``).
+
+The CLI runs in this process (clirun.in_process: its app, with its own
+stdin, stdout, stderr and no ``OS_*`` variables), which spares a Python
+start-up a command. Three tests run the console script in a subprocess,
+for what only a real process shows: a list with the endpoint from the
+environment (test_os_endpoint_variable_alone_means_no_auth), a failure's
+exit code and whole stderr (test_unreachable_service_is_one_line) and the
+progress line on a real terminal
+(test_program_wait_on_a_terminal_rewrites_one_line).
 
 The service of this module pages lists by two (``[api] max_limit = 2``),
 so that lists of three items show the CLI following ``next``.
@@ -12,19 +21,20 @@ import json
 import os
 import pty
 import subprocess
-import sys
 import uuid
 
 import pytest
 import requests
 
+from tests.clients import clirun
+from tests.clients.clirun import CYBORG_LIKE
+from tests.clients.clirun import clean_env
+from tests.clients.clirun import OPENSTACK
 from tests.clients.service import HANDLES
 from tests.clients.service import Service
 
-BIN = os.path.dirname(sys.executable)
-CYBORG_LIKE = os.path.join(BIN, 'cyborg-like')
 MAX_LIMIT = 2
-TIMEOUT = 120
+TIMEOUT = clirun.TIMEOUT
 
 
 class PagedService(Service):
@@ -50,21 +60,6 @@ def cyborg(tmp_path_factory):
     assert returncode == 0, service.log_tail()
 
 
-def clean_env():
-    """The developer's cloud settings must not leak in."""
-    return {k: v for k, v in os.environ.items() if not k.startswith('OS_')}
-
-
-def run(argv, env=None):
-    if not os.path.exists(argv[0]):
-        pytest.fail('%s is missing: install cyborg_like in the virtualenv '
-                    '(tools/setup-venv.sh)' % argv[0])
-    return subprocess.run(argv, capture_output=True, text=True,
-                          env=dict(clean_env(), **(env or {})),
-                          timeout=TIMEOUT, check=False,
-                          stdin=subprocess.DEVNULL)
-
-
 class Cli:
     """``cyborg-like --os-endpoint URL ...`` against the module's service."""
 
@@ -76,7 +71,8 @@ class Cli:
         return [CYBORG_LIKE, '--os-endpoint', self.url] + list(args)
 
     def run(self, *args):
-        return run(self.argv(*args))
+        """The command run in this process (see clirun)."""
+        return clirun.in_process(self.argv(*args))
 
     def ok(self, *args):
         """stdout of a command that must succeed."""
@@ -284,8 +280,11 @@ def test_rollout_dry_run_create_pause_resume_abort(cli, cyborg):
 
 
 def test_os_endpoint_variable_alone_means_no_auth(cyborg):
-    result = run([CYBORG_LIKE, 'host', 'list', '-f', 'value', '-c',
-                  'hostname'], env={'OS_ENDPOINT': cyborg.url})
+    # A subprocess: the console script, with the endpoint from the
+    # environment it starts in.
+    result = clirun.subprocess_run(
+        [CYBORG_LIKE, 'host', 'list', '-f', 'value', '-c', 'hostname'],
+        env={'OS_ENDPOINT': cyborg.url})
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == [cyborg.host]
 
@@ -351,8 +350,11 @@ def test_unreachable_service_is_one_line():
     with __import__('socket').socket() as s:
         s.bind(('127.0.0.1', 0))
         port = s.getsockname()[1]
-    result = run([CYBORG_LIKE, '--os-endpoint', 'http://127.0.0.1:%d' % port,
-                  'host', 'list'])
+    # A subprocess: the whole stderr of a failing console script (in
+    # this process, pytest would take warnings and log records away).
+    result = clirun.subprocess_run(
+        [CYBORG_LIKE, '--os-endpoint', 'http://127.0.0.1:%d' % port,
+         'host', 'list'])
     assert result.returncode == 1
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr
@@ -447,6 +449,8 @@ def test_program_then_watch_and_list_operations(cli):
 
 
 def test_program_wait_on_a_terminal_rewrites_one_line(cli):
+    # A subprocess: stderr is a real terminal (a pty, which shows "\n" as
+    # "\r\n"), the console script's own.
     region = _region(cli)
     master, slave = pty.openpty()
     try:
@@ -659,12 +663,10 @@ def test_attribute_create_show_list_delete(cli):
 
 # --- the openstackclient plugin
 
-OPENSTACK = os.path.join(BIN, 'openstack')
-
-
 def osc(cyborg, *args):
-    return run([OPENSTACK, '--os-auth-type', 'none', '--os-endpoint',
-                cyborg.url] + list(args))
+    """``openstack ...``, in this process (see clirun)."""
+    return clirun.in_process([OPENSTACK, '--os-auth-type', 'none',
+                              '--os-endpoint', cyborg.url] + list(args))
 
 
 def test_openstack_plugin_beside_cyborgclient(cli, cyborg):
