@@ -10,3 +10,4 @@ from tests.ordering import pytest_collection_modifyitems  # noqa: E402,F401
 from tests.ordering import pytest_configure  # noqa: E402,F401
 from tests.ordering import pytest_configure_node  # noqa: E402,F401
 from tests.ordering import pytest_report_header  # noqa: E402,F401
+from tests.ordering import pytest_terminal_summary  # noqa: E402,F401

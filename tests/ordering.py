@@ -40,6 +40,11 @@ def pytest_configure_node(node):
     node.workerinput['order_seed'] = node.config.stash[SEED]
 
 
+def pytest_terminal_summary(terminalreporter, config):
+    # Also at the end, and under -q (which drops the header).
+    terminalreporter.write_line(pytest_report_header(config))
+
+
 def pytest_report_header(config):
     return 'test order seed: %d (--order-seed %d repeats this order)' % (
         config.stash[SEED], config.stash[SEED])

@@ -77,8 +77,13 @@ DEAD_CONDUCTOR = 'dead0000-0000-4000-8000-000000000000'
 def _stop_agent_and_age_host(cloud):
     """The agent stops: no heartbeat nor report will bring the host back
     (a heartbeat still pending, even one the periodic flush has taken, is
-    written by the flush before the host is aged)."""
+    written by the flush before the host is aged). The conductor's stream
+    listener stops too: a beat the agent published before it stopped may
+    still wait in the stream's queue, and taken after the aging it would
+    bring the host back (its stop returns once what it took is handed to
+    the collector; a second stop, the cloud's, does nothing)."""
     cloud.services.pop(1).stop()
+    cloud.services[0].heartbeat_stream.stop()
     cloud.services[0].heartbeats.flush()
     with db_api.writer() as session:
         session.execute(sa.update(models.Host).values(

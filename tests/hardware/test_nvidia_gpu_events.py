@@ -52,11 +52,14 @@ def gpu_cloud(fake_nvml, nvidia_sysfs, monkeypatch):
     })
     cloud.start()
     try:
-        # The agent's first heartbeat is written (start waited for the host
-        # to be up) and its next is 60 s away: what the conductor learns
-        # meanwhile comes by the urgent path.
+        # The agent's first heartbeat is written (waited for below) and
+        # its next is 60 s away: what the conductor learns meanwhile comes
+        # by the urgent path.
         cloud.a100 = next(d for d in cloud.list_devices()
                           if d['model'] == 'NVIDIA A100-SXM4-40GB')
+        # The host is up from its first inventory report; the readings come
+        # with the first heartbeat, written by the next flush.
+        cloud.wait_for(lambda: health(cloud)['health'] != 'unknown')
         yield cloud
     finally:
         cloud.stop()
