@@ -92,7 +92,9 @@ def _gpu_version(dep):
 
 def test_upgrade_streams_progress_and_rediscovers(deployment):
     dep = deployment
-    assert _gpu_version(dep) == '1.0'
+    # 1.0 as installed, or what another test of the module left (any
+    # order): only this test installs 2.0.
+    assert _gpu_version(dep) not in (None, '2.0')
     operation = _start(dep, {'sleep_seconds': 3}, action='upgrade',
                        family='nvidia', version='2.0')
     uuid = operation['uuid']
