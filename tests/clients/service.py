@@ -173,14 +173,8 @@ class Service:
             return (totals['free'] == totals['total']
                     and host.get('agent_version'))
 
-        deadline = time.monotonic() + START_TIMEOUT
-        while not settled():
-            if time.monotonic() > deadline:
-                raise RuntimeError(
-                    'cyborg-like-all-in-one did not release the probe ARQ '
-                    'or hear the agent version within %ds:\n%s'
-                    % (START_TIMEOUT, self.log_tail()))
-            time.sleep(0.1)
+        wait_for(settled, timeout=START_TIMEOUT, interval=0.1,
+                 what='the probe ARQ released and the agent version heard')
 
     def stop(self):
         """SIGTERM; the exit code (None: it ignored SIGTERM for

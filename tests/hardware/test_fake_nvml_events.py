@@ -12,6 +12,7 @@ import time
 import pynvml
 import pytest
 
+from harness.infra import wait_for
 from tests.hardware.nvml.devices import A100_UUID
 from tests.hardware.nvml.devices import H100_UUID
 
@@ -62,10 +63,9 @@ def test_an_event_from_another_process_ends_a_blocked_wait(nvml, fake_nvml):
     waiter = threading.Thread(target=wait)
     waiter.start()
     # Blocked: it looked and found nothing (no waiting on time).
-    deadline = time.monotonic() + 5
-    while fake_nvml.event_polls() == polls and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert fake_nvml.event_polls() > polls and 'event' not in got
+    wait_for(lambda: fake_nvml.event_polls() > polls, timeout=5,
+             interval=0.01, message='the wait never looked for an event')
+    assert 'event' not in got
     subprocess.run(['sh', '-c', 'echo "xid %s 79" >> %s'
                     % (A100_UUID, fake_nvml.events_path)], check=True)
     waiter.join(5)

@@ -42,7 +42,7 @@ def test_a_stream_of_writes_is_a_few_announcements(monkeypatch):
         started = time.monotonic()
         for generation in range(1, 51):     # 50 commits in ~0.5 s
             publisher.changed({'arqs': generation})
-            time.sleep(0.01)                # a stream of writes, not a wait
+            time.sleep(0.01)
         lasted = time.monotonic() - started
         _settled(client, {'arqs': 50})
         # One cast per spacing at most, however long the stream took here
