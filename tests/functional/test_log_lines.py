@@ -194,8 +194,10 @@ def test_host_down_and_up_again(cloud, log):
     assert _wait_for_line(cloud, log, r'^Hosts: 1 up, 0 down$|^Host %s is '
                           r'up \(new host\)$' % HOST)
     # The agent stops; its last heartbeat (written now if still pending)
-    # is made old.
+    # is made old. The stream listener stops first: a beat the agent queued
+    # before it stopped would otherwise come after and make it new again.
     cloud.services.pop(1).stop()
+    cloud.services[0].heartbeat_stream.stop()
     cloud.services[0].heartbeats.flush()
     with db_api.writer() as session:
         session.execute(sa.update(models.Host).values(

@@ -34,6 +34,7 @@ def timed(method, url, **kwargs):
             'elapsed': time.monotonic() - started,
             'retry_after': resp.headers.get('Retry-After'),
             'body': resp.text,
+            'request_id': resp.headers.get('X-OpenStack-Request-ID'),
             'arqs': [a['uuid'] for a in resp.json().get('arqs', [])]
             if resp.status_code == 201 else []}
 

@@ -41,6 +41,7 @@ import concurrent.futures
 import contextlib
 import json
 import os
+import sys
 import time
 import uuid
 
@@ -157,6 +158,28 @@ def _check_answer(answer):
     assert 'Traceback' not in answer['body'], answer
 
 
+def _print_log_lines(dep, answer):
+    """What the services logged of a wrongly answered request (the lines
+    with its request id: the conductor's carry it too), to stderr beside
+    the failure."""
+    print('\nwrong answer: %s' % json.dumps(answer), file=sys.stderr)
+    wanted = answer.get('request_id') or 'no request id'
+    for name, svc in dep.services.items():
+        lines, prefix = [], None
+        for line in svc.read_log().splitlines():
+            if wanted in line:
+                # oslo.log: a traceback's lines repeat the first's prefix
+                # (time, pid, level, logger) without the request id.
+                prefix = line.split(' [', 1)[0]
+                lines.append(line)
+            elif prefix and line.startswith(prefix + ' '):
+                lines.append(line)
+            else:
+                prefix = None
+        print('----- %s: %d line(s) of %s\n%s' % (
+            name, len(lines), wanted, '\n'.join(lines)), file=sys.stderr)
+
+
 def _rows(direct, query):
     with direct.connect() as conn:
         return conn.execute(sa.text(query)).all()
@@ -237,7 +260,11 @@ def test_database_cut(tmp_path, backend, mode):
                 'bound': BOUND, 'ceiling': CEILING,
                 'answers': summary([a['elapsed'] for a in answers])})))
         for answer in answers:
-            _check_answer(answer)
+            try:
+                _check_answer(answer)
+            except AssertionError:
+                _print_log_lines(dep, answer)
+                raise
             created.update(answer['arqs'])
         accepted = _accepted(answers)
         refused = {a['arq'] for a in answers
