@@ -23,6 +23,11 @@ if ! command -v prometheus >/dev/null && [ "$(id -u)" = 0 ]; then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus >/dev/null
 fi
 tools/setup-venv.sh
+# Bytecode caches are written even where the environment says not to
+# (PYTHONDONTWRITEBYTECODE): every pytest worker and every service the
+# tests start would otherwise compile the project's modules, and pytest
+# rewrite the test modules, from source (about half of a worker's start).
+unset PYTHONDONTWRITEBYTECODE
 if [ "${1:-}" = --setup-only ]; then
     exit 0
 fi

@@ -29,6 +29,11 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 tools/setup-venv.sh
+# Bytecode caches are written even where the environment says not to
+# (PYTHONDONTWRITEBYTECODE): every pytest worker and every service the
+# tests start would otherwise compile the project's modules, and pytest
+# rewrite the test modules, from source (about half of a worker's start).
+unset PYTHONDONTWRITEBYTECODE
 
 workers=${CYBORG_LIKE_TEST_WORKERS:-4}
 junit_dir=${CYBORG_LIKE_JUNIT_DIR:-}

@@ -65,8 +65,13 @@ def test_conductor_serves_process_and_fleet_series(tmp_path):
                     resource_class='PGPU') == 2
         assert _one(samples, 'cyborg_like_resource_class_free',
                     resource_class='FPGA') == 2
-        assert _one(samples, 'cyborg_like_heartbeat_readings_ingested_total'
-                    ) >= 1
+        # Counted once the flush that wrote them returned (a scrape may
+        # come between its commit and its count).
+        def readings_counted():
+            return [s.value for s in scraped() or () if s.name ==
+                    'cyborg_like_heartbeat_readings_ingested_total'
+                    and s.value >= 1]
+        assert cloud.wait_for(readings_counted)
     finally:
         cloud.stop()
     # Stopped with the conductor.
