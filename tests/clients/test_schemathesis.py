@@ -7,10 +7,11 @@ declared parameter and status, negative values, methods a path does not
 declare), then stateful sequences along the links schemathesis infers.
 Four schemathesis processes side by side against the module's all-in-one
 (PARTS): the examples and coverage phases of three parts of the
-operations, and the fuzzing and stateful phases of all of them. Each run has one schemathesis
-worker: with two, its threads now and then crash in CPython 3.11's AST
-recursion check ("SystemError: AST constructor recursion depth mismatch",
-not thread-safe in 3.11). About two minutes on two cores.
+operations, and the fuzzing and stateful phases of all of them. Each run
+has one schemathesis worker: with two, its threads now and then crash in
+CPython 3.11's AST recursion check ("SystemError: AST constructor
+recursion depth mismatch", not thread-safe in 3.11). About two minutes on
+two cores.
 
 Must hold with 0 failures: no 5xx (not_a_server_error) and no error in the
 all-in-one's log, every answer as the document declares it (status codes,
