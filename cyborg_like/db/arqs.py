@@ -29,6 +29,7 @@ from cyborg_like.db import hosts
 from cyborg_like.db import leases
 from cyborg_like.db import models
 from cyborg_like.db import operations
+from cyborg_like.db import partitions
 from cyborg_like.db import quotas
 
 ARQ = models.ExtARQ
@@ -235,6 +236,19 @@ def _check_usable(session, deployable, group, host_down_after):
         raise exception.BindFailed(
             reason='Device %s is drained as unhealthy: %s' % (
                 device.uuid, latest.health_reasons))
+    if deployable.num_accelerators < 1:
+        raise exception.BindFailed(
+            reason='Deployable %s offers no accelerators (its device is '
+                   'partitioned).' % deployable.uuid)
+    # Under the device's row lock, taken just above by every bind of any
+    # of its deployables.
+    beside = partitions.held_beside(session, deployable)
+    if beside is not None:
+        raise exception.BindFailed(
+            reason='Device %s is bound %s (deployable %s): it is handed '
+                   'out whole or in parts, never both.' % (
+                       device.uuid, 'whole' if beside is partitions.whole_of(
+                           device) else 'in parts', beside.uuid))
     cutoff = hosts.utcnow() - datetime.timedelta(seconds=host_down_after)
     host = session.scalars(sa.select(models.Host).where(
         models.Host.hostname == device.hostname)).first()

@@ -16,6 +16,7 @@ from cyborg_like.common import inventory as wire
 from cyborg_like.db import api
 from cyborg_like.db import hosts
 from cyborg_like.db import models
+from cyborg_like.db import partitions
 from cyborg_like.db import placement_sync
 
 LOG = logging.getLogger(__name__)
@@ -31,14 +32,17 @@ def reconcile(hostname, devices, inventory_hash):
     summary = {'added': 0, 'updated': 0, 'removed': 0, 'kept_in_use': 0}
     with api.writer() as session:
         existing = {_device_key(d): d for d in _load_host(session, hostname)}
+        reported_devices = []
         for reported in devices:
             key = wire.canonical(reported['controlpath_id'])
             device = existing.pop(key, None)
             if device is None:
-                _add_device(session, hostname, reported)
+                device = _add_device(session, hostname, reported)
                 summary['added'] += 1
             elif _update_device(session, device, reported):
                 summary['updated'] += 1
+            reported_devices.append(device)
+        _link_partitions(session, reported_devices)
         for device in existing.values():
             if _in_use(device):
                 LOG.warning('Device %s vanished from host %s but is in use; '
@@ -113,6 +117,16 @@ def _add_device(session, hostname, reported):
     session.add(device)
     for dep in reported['deployables']:
         _add_deployable(device, dep, cpid)
+    return device
+
+
+def _link_partitions(session, devices):
+    # Parents need ids: a flush only where a device has parts to link.
+    if any(partitions.whole_of(d) is not None and len(d.deployables) > 1
+           for d in devices):
+        session.flush()
+    for device in devices:
+        partitions.link(device)
 
 
 def _add_deployable(device, reported, cpid):
