@@ -153,7 +153,9 @@ class Gunicorn:
                 requests.get(self.url(host.replace('0.0.0.0', '127.0.0.1'),
                                       port) + '/', timeout=5)
                 return self
-            except requests.ConnectionError:
+            except (requests.ConnectionError, requests.Timeout):
+                # Not listening yet, or its worker still loading the app
+                # (a busy machine): asked again until START_TIMEOUT.
                 time.sleep(0.2)
         raise AssertionError('gunicorn did not answer: ' + self._log_text())
 
@@ -193,17 +195,17 @@ def test_gunicorn_refuses_noauth_beyond_loopback(tmp_path, public_address):
     guarded = Gunicorn(str(tmp_path), [('0.0.0.0', port)]).start()
     try:
         assert requests.get(guarded.url('127.0.0.1', port) + '/',
-                            timeout=10).status_code == 200
+                            timeout=30).status_code == 200
         # The anonymous write of the report, through the public address.
         write = requests.post(
             guarded.url(public_address, port) + '/v2/device_profiles',
             json={'name': 'x', 'groups': [{'resources:FPGA': '1'}]},
-            timeout=10)
+            timeout=30)
         assert write.status_code == 403, write.text
         assert 'noauth' in write.json()['error_message']
         # A Host header naming loopback does not help.
         spoofed = requests.get(guarded.url(public_address, port) + '/',
-                               timeout=10,
+                               timeout=30,
                                headers={'Host': '127.0.0.1:%d' % port})
         assert spoofed.status_code == 403
     finally:
@@ -220,6 +222,6 @@ def test_gunicorn_on_a_public_address_when_allowed(tmp_path,
     allowed.start()
     try:
         assert requests.get(allowed.url(*public) + '/',
-                            timeout=10).status_code == 200
+                            timeout=30).status_code == 200
     finally:
         allowed.stop()

@@ -530,6 +530,7 @@ def test_gpu_without_ecc_or_sensors_is_healthy(nvidia_driver, fake_nvml):
                 'remapped_rows'):
         del a100[key]
     a100['errors'] = {'nvmlDeviceGetTemperatureV': 'NOT_SUPPORTED',
+                      'nvmlDeviceGetTemperature': 'NOT_SUPPORTED',
                       'nvmlDeviceGetPowerUsage': 'NOT_SUPPORTED'}
     fake_nvml.write()
 
@@ -541,6 +542,29 @@ def test_gpu_without_ecc_or_sensors_is_healthy(nvidia_driver, fake_nvml):
     assert sorted(health.utilization) == [
         'gpu_percent', 'memory_percent', 'memory_total_bytes',
         'memory_used_bytes']
+
+
+@pytest.mark.parametrize('error', ['NOT_SUPPORTED',
+                                   'ARGUMENT_VERSION_MISMATCH'])
+def test_newer_queries_unanswered_fall_back_to_the_older_ones(
+        nvidia_driver, nvidia_conf, fake_nvml, error):
+    # A newer libnvidia-ml in front of an older driver or GPU exports the
+    # newer functions and answers them with an error: the older calls
+    # still give the temperature and the memory, and the health built on
+    # them.
+    a100 = fake_nvml.gpu(A100_UUID)
+    a100['errors'] = {'nvmlDeviceGetTemperatureV': error,
+                      'nvmlDeviceGetMemoryInfo_v2': error}
+    fake_nvml.write()
+
+    health = health_by_address(nvidia_driver.health())[A100_ADDRESS]
+    assert 'temperature' not in health.unchecked
+    assert health.utilization['temperature_c'] == a100['temperature']
+    assert health.utilization['memory_total_bytes'] > 0
+    nvidia_conf.set_override('temperature_threshold', a100['temperature'] - 1,
+                             'nvidia_gpu')
+    assert not health_by_address(
+        nvidia_driver.health())[A100_ADDRESS].healthy
 
 
 def test_a_gpu_with_every_check_lists_none_unchecked(nvidia_driver,

@@ -5,8 +5,10 @@ libnvidia-ml.so.1 of tests/hardware/nvml has to export only what these
 functions reach. Queries a GPU may legitimately not support (NUMA node on
 older drivers, ECC on cards without it, utilization in MIG mode) come back as
 None, and so do functions an older libnvidia-ml does not export
-(FunctionNotFound): each switches off only the feature that needs it, with a
-fallback to the older function where NVML has one (temperature, memory).
+(FunctionNotFound): each switches off only the feature that needs it. Where
+NVML has an older function for a reading (temperature, memory) it is asked
+when the newer one is missing or answers NOT_SUPPORTED (an older driver or
+GPU behind a newer library exports it all the same).
 Every other NVML error propagates, GPU_IS_LOST included, so the caller
 decides about the device as a whole.
 """
@@ -197,25 +199,39 @@ def _optional(function, *args):
         return None
 
 
-def _temperature(gpu_handle):
+# What a newer query answers where the driver or the GPU only knows the
+# older one: the function missing from an older library, or exported and
+# answering NOT_SUPPORTED (an older driver or GPU behind a newer library),
+# or a versioned struct it does not take.
+_NEWER_UNANSWERED = (pynvml.NVMLError_FunctionNotFound,
+                     pynvml.NVMLError_NotSupported,
+                     pynvml.NVMLError_ArgumentVersionMismatch)
+
+
+def _newer_or_older(newer, older):
+    """``newer()``, or ``older()`` where the newer query is unanswered."""
     try:
-        return pynvml.nvmlDeviceGetTemperatureV(gpu_handle,
-                                                pynvml.NVML_TEMPERATURE_GPU)
-    except pynvml.NVMLError_FunctionNotFound:   # a driver before R570
-        return _optional(pynvml.nvmlDeviceGetTemperature, gpu_handle,
-                         pynvml.NVML_TEMPERATURE_GPU)
-    except pynvml.NVMLError_NotSupported:
-        return None
+        return newer()
+    except _NEWER_UNANSWERED:
+        return older()
+
+
+def _temperature(gpu_handle):
+    # nvmlDeviceGetTemperature is deprecated from R570 on, kept by NVML.
+    return _newer_or_older(
+        lambda: pynvml.nvmlDeviceGetTemperatureV(
+            gpu_handle, pynvml.NVML_TEMPERATURE_GPU),
+        lambda: _optional(pynvml.nvmlDeviceGetTemperature, gpu_handle,
+                          pynvml.NVML_TEMPERATURE_GPU))
 
 
 def _memory(any_handle):
     # The v2 struct: v1 counts the memory the driver reserves as used,
     # which is all a driver before R510 can say.
-    try:
-        return pynvml.nvmlDeviceGetMemoryInfo(any_handle,
-                                              version=pynvml.nvmlMemory_v2)
-    except pynvml.NVMLError_FunctionNotFound:
-        return pynvml.nvmlDeviceGetMemoryInfo(any_handle)
+    return _newer_or_older(
+        lambda: pynvml.nvmlDeviceGetMemoryInfo(
+            any_handle, version=pynvml.nvmlMemory_v2),
+        lambda: pynvml.nvmlDeviceGetMemoryInfo(any_handle))
 
 
 def _numa_node(gpu_handle):
