@@ -29,7 +29,9 @@ _NAME = {'type': 'string', 'minLength': 1, 'maxLength': 255}
 _ATTACH_HANDLE = {
     'type': 'object',
     'properties': {
-        'attach_type': {'enum': ['PCI', 'MDEV', 'TEST_PCI']},
+        # MIG: a MIG device by its uuid, for container runtimes (CUDA takes
+        # it); never an mdev, which is what MDEV tells a VM consumer.
+        'attach_type': {'enum': ['PCI', 'MDEV', 'MIG', 'TEST_PCI']},
         'attach_info': _INFO,
     },
     'required': ['attach_type', 'attach_info'],

@@ -73,7 +73,7 @@ class FakeDriver(base.AcceleratorDriver, base.Programmable,
     a GPU with 7 compute slices) takes MIG layouts: its vendor board info
     shows ``mig_mode`` and ``mig_layout``; once a layout is applied the
     whole GPU offers 0 and each MIG device is a ``<gpu>-mig-<n>``
-    deployable (rc ``CUSTOM_MIG_<PROFILE>``) with an MDEV handle carrying
+    deployable (rc ``CUSTOM_MIG_<PROFILE>``) with a MIG handle carrying
     its ``mig_uuid``, as the nvidia_gpu driver reports them.
     ``mig_apply_seconds`` makes applying take that long."""
 
@@ -260,7 +260,7 @@ class FakeDriver(base.AcceleratorDriver, base.Programmable,
                 num_accelerators=1,
                 attributes={'rc': 'CUSTOM_MIG_' + custom,
                             'trait0': 'CUSTOM_GPU_MIG_' + custom},
-                attach_handles=[base.AttachHandle('MDEV', {
+                attach_handles=[base.AttachHandle('MIG', {
                     'mig_uuid': mig_uuid, 'profile': name})]))
 
     @staticmethod

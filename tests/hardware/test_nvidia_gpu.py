@@ -130,7 +130,7 @@ def test_mig_instances_are_deployables_of_their_gpu(nvidia_driver):
     assert small.attributes['rc'] == 'CUSTOM_MIG_1G_10GB'
     assert h100[H100_UUID + '-mig-2-0'].attributes['rc'] == \
         'CUSTOM_MIG_3G_40GB'
-    assert small.attach_handles == [base.AttachHandle('MDEV', {
+    assert small.attach_handles == [base.AttachHandle('MIG', {
         'mig_uuid': 'MIG-0f5c2a4e-1b3d-5e7f-9a1c-2b4d6e8f0a1c',
         'gpu_instance_id': '9', 'compute_instance_id': '0',
         'profile': '1g.10gb'})]

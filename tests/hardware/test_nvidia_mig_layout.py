@@ -58,7 +58,8 @@ def test_a_layout_becomes_the_gpus_deployables(nvidia_driver, a100):
     small = found['CUSTOM_MIG_3G_20GB']
     assert small.attributes['trait3'] == 'CUSTOM_GPU_MIG_3G_20GB'
     [handle] = small.attach_handles
-    assert handle.attach_type == 'MDEV'
+    # Never MDEV: a VM consumer would attach an mdev of that uuid.
+    assert handle.attach_type == 'MIG'
     assert handle.attach_info['mig_uuid'].startswith('MIG-')
     assert handle.attach_info['profile'] == '3g.20gb'
     # The whole GPU is not offered beside its slices.

@@ -9,12 +9,15 @@ address, with these deployables:
     silicon is never offered twice.
 ``<gpu uuid>-mig-<gpu instance>-<compute instance>`` (rc CUSTOM_MIG_<PROFILE>)
     One per MIG device when MIG mode is on. Its single attach handle is of
-    type MDEV (the wire schema knows PCI and MDEV only) and carries the MIG
-    uuid, which is what CUDA and container runtimes take. MIG devices are
-    made when the operator applies a layout (``apply_mig_layout``, mig.py,
-    asked through the API on a drained GPU) or by hand (nvidia-smi mig
-    -cgi/-cci); preparing the handle creates nothing. They live in the GPU
-    until it is reset, so an agent restart finds them as they were.
+    type MIG and carries the MIG uuid, which is what CUDA and container
+    runtimes take; never MDEV, which a VM consumer (Nova's libvirt driver)
+    would attach as a mediated device of that uuid, which does not exist.
+    A MIG slice reaches a VM only as a MIG-backed vGPU type (below). MIG
+    devices are made when the operator applies a layout
+    (``apply_mig_layout``, mig.py, asked through the API on a drained GPU)
+    or by hand (nvidia-smi mig -cgi/-cci); preparing the handle creates
+    nothing. They live in the GPU until it is reset, so an agent restart
+    finds them as they were.
 ``<gpu uuid>-vgpu-<type>`` (rc VGPU)
     The one vGPU type the operator enabled for this GPU (``[nvidia_gpu]
     enabled_vgpu_types`` and ``[vgpu_<type>] device_addresses``, as Nova
@@ -233,7 +236,7 @@ class NvidiaGPUDriver(base.AcceleratorDriver, base.HealthReporting,
             attributes={'rc': rc, **_gpu_traits(gpu),
                         'trait3': 'CUSTOM_GPU_MIG_%s' % _custom(
                             mig.profile or 'unknown profile')},
-            attach_handles=[base.AttachHandle('MDEV', info)])
+            attach_handles=[base.AttachHandle('MIG', info)])
 
     def _vgpu(self, gpu, offer):
         return base.Deployable(
@@ -338,7 +341,7 @@ class NvidiaGPUDriver(base.AcceleratorDriver, base.HealthReporting,
         if attach_type == 'PCI' and 'asked_type' in info:
             self._vf_vgpu(controlpath_id, info, info['asked_type'])
             return info
-        if attach_type != 'MDEV' or 'mig_uuid' in info:
+        if attach_type != 'MDEV':
             return info         # a PCI function or MIG device: exists already
         info.setdefault('uuid', str(uuid.uuid4()))
         try:
@@ -357,7 +360,7 @@ class NvidiaGPUDriver(base.AcceleratorDriver, base.HealthReporting,
         if attach_type == 'PCI' and 'asked_type' in info:
             self._vf_vgpu(controlpath_id, info, None)
             return
-        if attach_type != 'MDEV' or 'mig_uuid' in info or 'uuid' not in info:
+        if attach_type != 'MDEV' or 'uuid' not in info:
             return
         try:
             if self.sysfs.mdev_exists(info['uuid']):
