@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import uuid
 
 import pynvml
 import pytest
@@ -304,6 +305,30 @@ def test_vf_mdev_types_are_one_vgpu_per_vf(nvidia_driver, h100_vf_mdevs,
     assert vgpu.attributes['trait1'] == 'CUSTOM_VGPU_NVIDIA_H100_8C'
     assert sorted(h100)[-1] == '%s-vgpu-nvidia-1158' % H100_UUID
     assert h100[H100_UUID].num_accelerators == 0
+
+
+def test_vf_mdev_capacity_is_the_types_max_instances_not_the_vfs(
+        nvidia_driver, h100_vfs, nvidia_conf):
+    # Each of the 16 VFs lists one available 4C, but the GPU makes at most
+    # 10 of the type (its description's max_instance, as nvidia-smi vgpu
+    # and nvmlVgpuTypeGetMaxInstances say): 10 offered, not 16.
+    for vf in H100_VFS:
+        h100_vfs.add_vgpu_type(vf, 'nvidia-1157', 'NVIDIA H100-4C', 1,
+                               max_instance=10)
+    enable_vgpu_types(nvidia_conf, {'nvidia-1157': [H100_ADDRESS]})
+    _, vgpu = h100_vgpu(nvidia_driver, 'nvidia-1157')
+    assert vgpu.num_accelerators == len(vgpu.attach_handles) == 10
+    assert [h.attach_info['parent'] for h in vgpu.attach_handles] == \
+        H100_VFS[:10]
+
+    # Made ones (bound) are always offered, on whatever VF they are; the
+    # free ones fill up to the maximum.
+    for vf in H100_VFS[12:15]:
+        h100_vfs.add_mdev(vf, 'nvidia-1157', str(uuid.uuid4()))
+    _, vgpu = h100_vgpu(nvidia_driver, 'nvidia-1157')
+    parents = [h.attach_info['parent'] for h in vgpu.attach_handles]
+    assert vgpu.num_accelerators == len(parents) == 10
+    assert parents == H100_VFS[:7] + H100_VFS[12:15]
 
 
 def test_vf_mdev_is_made_on_its_vf_and_kept_while_bound(

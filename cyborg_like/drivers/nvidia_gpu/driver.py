@@ -30,7 +30,10 @@ address, with these deployables:
     Preparing the handle creates that mdev, releasing it removes it.
     From Ampere on, with SR-IOV, the types are on the GPU's virtual
     functions, one vGPU per VF: in the mdev layout a handle is an mdev on
-    its VF (``parent``); in NVIDIA's vendor-specific interface it is the VF
+    its VF (``parent``), and every VF lists one available whatever the
+    GPU can make, so the offer is capped at the type's ``max_instance``
+    (its sysfs description; Nova's ``[mdev_<type>] max_instances``), the
+    made ones always kept; in NVIDIA's vendor-specific interface it is the VF
     itself (a PCI handle with ``asked_type``), made that vGPU type when
     prepared and given back when released (sysfs.py). While
     vGPUs of another type exist on the GPU (bound before the operator
@@ -162,7 +165,7 @@ class NvidiaGPUDriver(base.AcceleratorDriver, base.HealthReporting,
             found = offer(vgpu_type.type_id, vgpu_type.name)
             found.held += len(vgpu_type.created)
             for n in range(vgpu_type.available + len(vgpu_type.created)):
-                found.handles.append(_mdev_handle(gpu, vgpu_type, n))
+                found.add(_mdev_handle(gpu, vgpu_type, n))
         for n, vf in enumerate(self.sysfs.virtual_functions(gpu.address)):
             vendor = self.sysfs.vf_vgpu(vf)
             if vendor is not None:
@@ -171,15 +174,17 @@ class NvidiaGPUDriver(base.AcceleratorDriver, base.HealthReporting,
                 for type_id, name in types.items():
                     found = offer(type_id, name)
                     found.held += vendor.current is not None
-                    found.handles.append(base.AttachHandle('PCI', dict(
-                        inventory.pci_address_info(vf), asked_type=type_id)))
+                    found.add(base.AttachHandle('PCI', dict(
+                        inventory.pci_address_info(vf), asked_type=type_id)),
+                        made=vendor.current is not None)
                 continue
             for vgpu_type in self.sysfs.vgpu_types(vf):
                 if vgpu_type.available or vgpu_type.created:
                     found = offer(vgpu_type.type_id, vgpu_type.name)
                     found.held += len(vgpu_type.created)
-                    found.handles.append(
-                        _mdev_handle(gpu, vgpu_type, n, parent=vf))
+                    found.limit_to(vgpu_type.max_instances)
+                    found.add(_mdev_handle(gpu, vgpu_type, n, parent=vf),
+                              made=bool(vgpu_type.created))
         return offers
 
     def _offered_vgpu(self, gpu, wanted):
@@ -497,8 +502,35 @@ class _Offer:
     (made or not), and how many are made now (bound)."""
     type_id: str
     name: str
-    handles: list = dataclasses.field(default_factory=list)
+    # (handle, made) in VF order.
+    entries: list = dataclasses.field(default_factory=list)
     held: int = 0
+    # The most vGPUs of the type the GPU makes, where its VFs list more
+    # (each VF lists one whatever the type's max_instance says).
+    limit: int | None = None
+
+    def add(self, handle, made=False):
+        self.entries.append((handle, made))
+
+    def limit_to(self, most):
+        if most is not None:
+            self.limit = most if self.limit is None else min(self.limit,
+                                                             most)
+
+    @property
+    def handles(self):
+        """Every made one (bound), and free ones, in order, up to the
+        limit: what the hardware can still create, never more."""
+        room = None if self.limit is None else self.limit - sum(
+            made for _, made in self.entries)
+        kept = []
+        for handle, made in self.entries:
+            if not made:
+                if room is not None and room <= 0:
+                    continue
+                room = None if room is None else room - 1
+            kept.append(handle)
+        return kept
 
 
 def _mdev_handle(gpu, vgpu_type, number, parent=None):

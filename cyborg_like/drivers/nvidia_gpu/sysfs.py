@@ -29,6 +29,7 @@ import re
 import uuid as uuidlib
 
 _VIRTFN = re.compile(r'^virtfn(\d+)\Z')
+_MAX_INSTANCE = re.compile(r'\bmax_instance=(\d+)')
 
 
 @dataclasses.dataclass
@@ -38,6 +39,10 @@ class VgpuType:
     device_api: str             # e.g. vfio-pci
     available: int              # how many more the GPU can make now
     created: list               # uuids of the mdevs of this type
+    # The most of this type one GPU makes, from the description NVIDIA's
+    # driver writes ("..., max_instance=20"); None where it says nothing.
+    # On SR-IOV VFs each VF lists one available whatever this says.
+    max_instances: int | None = None
 
 
 @dataclasses.dataclass
@@ -130,7 +135,9 @@ class Sysfs:
             device_api=self._read(os.path.join(type_dir, 'device_api')) or '',
             available=int(self._read(
                 os.path.join(type_dir, 'available_instances')) or 0),
-            created=created)
+            created=created,
+            max_instances=_max_instances(self._read(
+                os.path.join(type_dir, 'description'))))
 
     def _pci(self, address, *parts):
         return os.path.join(self.root, 'bus', 'pci', 'devices',
@@ -161,3 +168,8 @@ def _plain_name(name):
     if not name or '/' in name or name in ('.', '..'):
         raise ValueError('invalid sysfs name %r' % name)
     return name
+
+
+def _max_instances(description):
+    match = _MAX_INSTANCE.search(description or '')
+    return int(match.group(1)) if match else None

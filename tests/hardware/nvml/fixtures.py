@@ -100,10 +100,17 @@ class FakeSysfs:
             self._write(self.pci(address, 'numa_node'), '%d\n' % numa_node)
 
     def add_vgpu_type(self, address, type_id, name, available,
-                      device_api='vfio-pci'):
+                      device_api='vfio-pci', max_instance=None):
+        """``max_instance``: the type's description says it, as NVIDIA's
+        driver writes it (the most of the type one GPU makes)."""
         type_dir = self.pci(address, 'mdev_supported_types', type_id)
         os.makedirs(os.path.join(type_dir, 'devices'))
         self._write(os.path.join(type_dir, 'name'), name + '\n')
+        if max_instance is not None:
+            self._write(os.path.join(type_dir, 'description'),
+                        'num_heads=1, frl_config=60, framebuffer=4096M, '
+                        'max_resolution=4096x2160, max_instance=%d\n'
+                        % max_instance)
         self._write(os.path.join(type_dir, 'device_api'), device_api + '\n')
         self._write(os.path.join(type_dir, 'available_instances'),
                     '%d\n' % available)
