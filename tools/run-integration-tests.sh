@@ -28,6 +28,12 @@ tools/setup-venv.sh
 # tests start would otherwise compile the project's modules, and pytest
 # rewrite the test modules, from source (about half of a worker's start).
 unset PYTHONDONTWRITEBYTECODE
+# No column positions in tracebacks: Python 3.11's traceback module parses
+# each frame's line with ast to draw its ^^^ marks, and its AST check is
+# not thread-safe ("SystemError: AST constructor recursion depth
+# mismatch"): a service thread logging a traceback while pytest formats a
+# failure crashed a worker and ended the run (CI run 8).
+export PYTHONNODEBUGRANGES=1
 if [ "${1:-}" = --setup-only ]; then
     exit 0
 fi
