@@ -284,6 +284,13 @@ def test_database_cut(tmp_path, backend, mode):
         created.update(after['arqs'])
         writes_back = time.monotonic() - restored_at
         [fresh] = after['arqs']
+        # Binds need the host up: a heartbeat written since the restore
+        # (none could be while the database was away, and a cut longer
+        # than [conductor] host_down_after leaves the host down).
+        [[beat]] = _rows(direct, 'SELECT last_heartbeat FROM hosts')
+        wait_for(lambda: _rows(direct, 'SELECT last_heartbeat FROM hosts')
+                 != [(beat,)], timeout=RECOVERY_BOUND,
+                 message='No heartbeat was written after the cut')
         bound = wait_for(lambda: _bind(dep, fresh, gpu['rp_uuid'])[
             'status'] == 202, timeout=RECOVERY_BOUND,
             message='No bind was accepted after the cut')
@@ -292,10 +299,10 @@ def test_database_cut(tmp_path, backend, mode):
             direct, "SELECT uuid FROM extended_accelerator_requests "
                     "WHERE state = 'BindStarted'"),
             timeout=BIND_BOUND, message='An ARQ stayed BindStarted')
-        [[state]] = _rows(
-            direct, "SELECT state FROM extended_accelerator_requests "
-                    "WHERE uuid = '%s'" % fresh)
-        assert state == 'Bound', state
+        [[state, reason]] = _rows(
+            direct, "SELECT state, state_reason FROM "
+                    "extended_accelerator_requests WHERE uuid = '%s'" % fresh)
+        assert state == 'Bound', (state, reason)
 
         # Nothing written late for a caller answered 503.
         settle_until = time.monotonic() + SETTLE_SECONDS
