@@ -244,11 +244,11 @@ def _check_usable(session, deployable, group, host_down_after):
     # of its deployables.
     beside = partitions.held_beside(session, deployable)
     if beside is not None:
+        held, how = beside
         raise exception.BindFailed(
             reason='Device %s is bound %s (deployable %s): it is handed '
                    'out whole or in parts, never both.' % (
-                       device.uuid, 'whole' if beside is partitions.whole_of(
-                           device) else 'in parts', beside.uuid))
+                       device.uuid, how, held.uuid))
     cutoff = hosts.utcnow() - datetime.timedelta(seconds=host_down_after)
     host = session.scalars(sa.select(models.Host).where(
         models.Host.hostname == device.hostname)).first()

@@ -21,11 +21,13 @@ import sqlalchemy as sa
 
 from cyborg_like.db import models
 
+DEPLOYABLE = models.Deployable
 HANDLE = models.AttachHandle
 
 
 def whole_of(device):
-    """The deployable that hands out ``device`` whole, or None."""
+    """The deployable that hands out ``device`` whole, or None (from the
+    loaded rows: inventory reports load them all)."""
     cpid = device.controlpath_ids[0] if device.controlpath_ids else None
     if cpid is None or cpid.cpid_type != 'PCI':
         return None
@@ -35,32 +37,39 @@ def whole_of(device):
                         for handle in deployable.attach_handles)), None)
 
 
-def sharing_silicon(deployable):
-    """The other deployables of its device that ``deployable`` excludes:
-    every part if it is the whole, the whole if it is a part."""
-    device = deployable.device
-    whole = whole_of(device)
-    if whole is None:
-        return []
-    if whole is deployable:
-        return [d for d in device.deployables if d is not whole]
-    return [whole]
-
-
 def held_beside(session, deployable):
-    """The deployable sharing ``deployable``'s silicon that is bound (or
-    whose handle awaits its release), or None. Call it holding the
-    device's row lock."""
-    others = {d.id: d for d in sharing_silicon(deployable)}
-    if not others:
+    """``(deployable, 'whole' or 'in parts')`` sharing ``deployable``'s
+    silicon that is bound (or whose handle awaits its release), or None.
+    Two queries whatever the device's size; call it holding the device's
+    row lock."""
+    device = deployable.device
+    cpid = device.controlpath_ids[0]
+    if cpid.cpid_type != 'PCI':
         return None
-    held = session.scalars(
+    whole = session.scalar(
         sa.select(HANDLE.deployable_id)
-        .where(HANDLE.deployable_id.in_(sorted(others)),
-               sa.or_(HANDLE.in_use == sa.true(),
-                      HANDLE.release_pending == sa.true()))
-        .order_by(HANDLE.id).with_for_update()).first()
-    return others.get(held)
+        .where(HANDLE.deployable_id.in_(
+            sa.select(DEPLOYABLE.id).where(
+                DEPLOYABLE.device_id == device.id)),
+            HANDLE.attach_type == 'PCI',
+            HANDLE.attach_info == cpid.cpid_info).limit(1))
+    if whole is None:
+        return None
+    # The whole excludes every part; a part excludes the whole.
+    sharing = DEPLOYABLE.id != whole if deployable.id == whole \
+        else DEPLOYABLE.id == whole
+    held = session.scalar(
+        sa.select(HANDLE.deployable_id)
+        .where(HANDLE.deployable_id.in_(
+            sa.select(DEPLOYABLE.id).where(
+                DEPLOYABLE.device_id == device.id, sharing)),
+            sa.or_(HANDLE.in_use == sa.true(),
+                   HANDLE.release_pending == sa.true()))
+        .order_by(HANDLE.id).limit(1).with_for_update())
+    if held is None:
+        return None
+    return (session.get(models.Deployable, held),
+            'whole' if held == whole else 'in parts')
 
 
 def link(device):
