@@ -11,7 +11,7 @@ from cyborg_like.cmd import common
 from cyborg_like.common import service
 
 EMBEDDED_DEFAULTS = (
-    (None, 'transport_url', 'fake:/'),
+    (None, 'transport_url', 'inproc:/'),
     ('api', 'auth_strategy', 'noauth'),
 )
 

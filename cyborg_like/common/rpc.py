@@ -1,8 +1,9 @@
 """RPC plumbing: one transport per process, context-carrying serializer.
 
 ``init`` is called once by each console script. With ``transport_url =
-fake://`` every RPC server and client of the process share one in-memory
-transport, which is how the all-in-one runs without a broker.
+inproc://`` (common/inproc_transport.py) every RPC server and client of the
+process share one in-memory transport, which is how the all-in-one runs
+without a broker.
 """
 
 import concurrent.futures
@@ -103,7 +104,7 @@ def get_notifier(conf, publisher_id):
 def _stream_transport():
     """The transport of streams: the RPC broker (transport_url), whatever
     [oslo_messaging_notifications] says; one per process, so a sender and
-    a listener in one process (the all-in-one's fake://) meet."""
+    a listener in one process (the all-in-one's inproc://) meet."""
     global STREAM_TRANSPORT
     if STREAM_TRANSPORT is None:
         assert TRANSPORT is not None, 'rpc.init() was not called'

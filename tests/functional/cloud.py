@@ -120,7 +120,7 @@ class Cloud:
         self._tmp = tempfile.TemporaryDirectory(prefix='cyborg_like-')
         self._override('host', HOST)
         self._override('state_path', self._tmp.name)
-        self._override('transport_url', 'fake:/')
+        self._override('transport_url', 'inproc:/')
         database = os.path.join(self._tmp.name, 'db.sqlite')
         shutil.copy(_migrated_database(), database)
         self._override('connection', 'sqlite:///%s' % database,

@@ -21,7 +21,7 @@ HELP = {
               '[agent] enabled_drivers = fake'),
     # The all-in-one's own defaults, not the services'.
     'all-in-one': ('API, conductor and agent in one process',
-                   '[DEFAULT] transport_url = fake:/',
+                   '[DEFAULT] transport_url = inproc:/',
                    '[api] auth_strategy = noauth'),
     'dbsync': ('Create or upgrade the database schema',
                '[database] connection'),

@@ -29,8 +29,8 @@ def migrated_db(sqlite_db):
 
 @pytest.fixture
 def transport():
-    """In-process messaging (oslo.messaging's fake driver)."""
-    CONF.set_override('transport_url', 'fake:/')
+    """In-process messaging (common/inproc_transport.py)."""
+    CONF.set_override('transport_url', 'inproc:/')
     rpc.init(CONF)
     try:
         yield

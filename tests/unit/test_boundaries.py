@@ -30,7 +30,7 @@ import sys
 import webob
 from cyborg_like.cmd import common
 conf = common.prepare([])
-conf.set_override('transport_url', 'fake:/')
+conf.set_override('transport_url', 'inproc:/')
 conf.set_override('auth_strategy', 'noauth', group='api')
 conf.set_override('conductor_timeout', 1, group='api')
 from cyborg_like.common import rpc
