@@ -243,7 +243,7 @@ def _is_form(content_type):
 def setup_app(conf, conductor_api=None):
     """Build the API; ``rpc.init`` must have been called already."""
     conductor_api = read_model.wrap(conductor_api or rpcapi.ConductorAPI(
-        timeout=conf.api.conductor_timeout), conf)
+        timeout=conf.api.conductor_timeout, settle_writes=True), conf)
     app = pecan.make_app(
         root.RootController(),
         hooks=[hooks.ContextHook(conf.api.auth_strategy),

@@ -21,6 +21,7 @@ import webob
 import webob.exc
 
 from cyborg_like.common import exception
+from cyborg_like.common import rpc
 
 LOG = logging.getLogger(__name__)
 
@@ -76,6 +77,16 @@ def from_exception(error, retry_after):
         return error        # not an error: read_model.ETagHook's 304
     if isinstance(error, webob.exc.HTTPException):
         return from_http_exception(error)
+    if isinstance(error, rpc.WriteNotDone):
+        LOG.error('Request %s: %s', _request_id(), error)
+        return unavailable(
+            'No conductor answered request %s in time. No conductor '
+            'carries it out after its deadline, which has passed: it was '
+            'not carried out, unless a conductor did it before and its '
+            'answer was lost (the conductor logs it under this request '
+            'id). Try again later.' % _request_id(), retry_after,
+            code='accel.conductor.unreachable' if error.unreachable
+            else None)
     if isinstance(error, messaging.MessagingTimeout):
         LOG.error('The conductor did not answer in time: %s', error)
         return unavailable('The conductor did not answer in time; the '

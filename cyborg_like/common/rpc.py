@@ -250,7 +250,8 @@ class Calls:
 
 
 def call_within(client, context, method, timeout, version='1.0',
-                call_monitor_timeout=None, calls=None, **kwargs):
+                call_monitor_timeout=None, calls=None, settle=None,
+                **kwargs):
     """``client.call`` answered, or MessagingTimeout after ``timeout``
     seconds at the latest, publish retries included.
 
@@ -259,6 +260,16 @@ def call_within(client, context, method, timeout, version='1.0',
     arrives after its caller stopped waiting. The publish retries
     ``[DEFAULT] rpc_publish_retries`` times. ``calls``: the caller's
     ``Calls``, whose ``abandon`` ends the wait at once (CallAbandoned).
+
+    ``settle`` (a write's call): a failure that is not the server's answer
+    (a timeout, a publish that failed, a lost connection: the message may
+    still reach a conductor) is raised only once the deadline and
+    ``settle`` seconds more have passed. A conductor commits nothing of a
+    call past its deadline (common/deadlines.py), so the failure then
+    means that nothing was written, as the caller's 503 says; before the
+    deadline it did not (issue 28: a publish that failed after 19 s of
+    30, whose message still reached the conductor in time and was
+    carried out).
     """
     if calls is not None and calls.abandoned:
         raise CallAbandoned('Stopping: %s not sent' % method)
@@ -304,8 +315,52 @@ def call_within(client, context, method, timeout, version='1.0',
         return answer.result(timeout=max(0.0, expires - time.monotonic()))
     except concurrent.futures.TimeoutError:
         answer.cancel()
-        raise messaging.MessagingTimeout(
-            'No answer to %s within %.1fs' % (method, timeout)) from None
+        failure = messaging.MessagingTimeout(
+            'No answer to %s within %.1fs' % (method, timeout))
+    except messaging.MessagingException as error:
+        if not _unanswered(error):
+            raise
+        failure = error
+    if settle is None:
+        raise failure
+    _settle(expires + settle, method, sent)
+    raise WriteNotDone(method, failure) from failure
+
+
+class WriteNotDone(messaging.MessagingTimeout):
+    """A write's call that got no answer, raised once its deadline and the
+    margin after it have passed (``call_within``'s settle): no conductor
+    wrote it, nor will. ``unreachable``: the broker could not be reached
+    (the publish failed), rather than no answer came."""
+
+    def __init__(self, method, failure):
+        super().__init__('No conductor answered %s before its deadline: '
+                         'not carried out (%s)' % (method, failure))
+        self.unreachable = isinstance(failure,
+                                      messaging.MessageDeliveryFailure)
+
+
+def _unanswered(error):
+    """True for a failure of a call that is not its server's answer: the
+    message may have reached a server, or may still. A stopping caller's
+    abandonment (CallAbandoned) is raised at once: its service stops."""
+    return not isinstance(error, (messaging.RemoteError, CallAbandoned))
+
+
+# The clock of _settle (tests replace it).
+_settle_clock = time
+
+
+def _settle(until, method, context):
+    """Wait until ``until`` (time.monotonic()): a write's call that got no
+    answer is past its deadline, and so past any commit of its server,
+    before its caller is told that it failed."""
+    left = until - _settle_clock.monotonic()
+    if left > 0:
+        LOG.info('No answer to %s of request %s: waiting %.1fs for its '
+                 'deadline to pass, after which no conductor writes it',
+                 method, context.request_id, left)
+        _settle_clock.sleep(left)
 
 
 def publish_retries():

@@ -34,6 +34,18 @@ opts = [
                     'trying to send a message its caller gave up on. The '
                     'pause between retries is [oslo_messaging_rabbit] '
                     'rabbit_retry_interval and kombu_reconnect_delay.'),
+    cfg.FloatOpt('rpc_commit_margin',
+                 default=1.0, min=0.0,
+                 help='Seconds past the deadline of a write\'s call to '
+                      'the conductor that the API waits, when no answer '
+                      'came, before it answers 503. A conductor commits '
+                      'no write of a call past its deadline, so the 503 '
+                      'then means that nothing was written; this margin '
+                      'covers the commit itself and the difference '
+                      'between the clocks of the API\'s and the '
+                      'conductor\'s hosts (keep them in sync with NTP). '
+                      'A conductor logs an error for a write it committed '
+                      'later than this past its deadline.'),
 ]
 
 

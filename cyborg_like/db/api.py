@@ -117,6 +117,7 @@ def writer():
             # The read model's generations of what this wrote: last.
             bumped = generations.bump(session)
         committed = True
+        deadlines.committed()
     finally:
         _LOCAL.writing = False
         generations.end(committed, bumped)
