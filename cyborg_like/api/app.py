@@ -172,6 +172,23 @@ class SaneRequests:
         return not form and not _has_body(request)
 
 
+# A client that writes its whole body before it reads the answer
+# (Python's urllib, for one) gets a broken pipe instead of the 413 when
+# the server closes the connection with the body unread: up to this much
+# of a refused body is read and dropped first (as nginx's lingering
+# close does); past it the connection is closed at once.
+DISCARDED_BODY_MAX = 64 * 1024 * 1024
+_DISCARD_CHUNK = 64 * 1024
+
+
+def _discard(stream, length):
+    while length > 0:
+        chunk = stream.read(min(length, _DISCARD_CHUNK))
+        if not chunk:
+            return
+        length -= len(chunk)
+
+
 class BodySizeLimit(sizelimit.RequestBodySizeLimiter):
     """oslo.middleware's limit ([oslo_middleware] max_request_body_size),
     answered with our error body when Content-Length already tells."""
@@ -180,6 +197,8 @@ class BodySizeLimit(sizelimit.RequestBodySizeLimiter):
     def __call__(self, request):
         limit = self._conf_get('max_request_body_size')
         if request.content_length and request.content_length > limit:
+            if request.content_length <= DISCARDED_BODY_MAX:
+                _discard(request.body_file_raw, request.content_length)
             return errors.response(
                 413, 'The request body is larger than %d bytes.' % limit,
                 code='accel.request.too_large')

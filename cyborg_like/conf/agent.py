@@ -77,9 +77,13 @@ opts = [
                       '0.1 s up to this many seconds, so services may be '
                       'started in any order.'),
     cfg.StrOpt('playbook_dir',
-               help='Directory of the driver playbooks, laid out as '
-                    '<family>/<install|remove|verify>.yml. Unset: the '
-                    'playbooks/ shipped with cyborg_like.'),
+               help='Directory of the driver playbooks, laid out as the '
+                    'playbooks/ shipped with cyborg_like: one entry '
+                    'playbook per action, install.yml (install and '
+                    'upgrade), remove.yml and verify.yml, each running '
+                    'the tasks file of that action in the role of the '
+                    'family asked for, roles/<family>/tasks/'
+                    '<action>.yml. Unset: the shipped playbooks.'),
     cfg.StrOpt('playbook_work_dir',
                default='$state_path/playbook-runs',
                help='Where each driver operation gets its private '

@@ -114,9 +114,9 @@ def program_in(session, uuid, bitstream_id, project_id, conductor_uuid=None):
     image = bitstream_compat.catalog_image(session, bitstream_id)
     if image is not None:
         bitstream_compat.check(image, deployable)
-    operation = operations.add(session, 'program', uuid, project_id,
-                               conductor_uuid)
     device = deployable.device
+    operation = operations.add(session, 'program', uuid, project_id,
+                               conductor_uuid, hostname=device.hostname)
     cpid = device.controlpath_ids[0]
     job = {
         'hostname': device.hostname,

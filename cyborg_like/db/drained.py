@@ -45,7 +45,7 @@ def drain(session, device, kind, what, project_id, conductor_uuid, record,
     record = dict(record, previous_status=device.status)
     _set_status(session, device, DRAINED)
     operation = operations.add(session, kind, device.uuid, project_id,
-                               conductor_uuid)
+                               conductor_uuid, hostname=device.hostname)
     operation.result = json.dumps(record)
     job = dict(job, hostname=device.hostname,
                driver_name=_driver_name(device, what),

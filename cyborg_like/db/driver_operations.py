@@ -57,8 +57,11 @@ def start_in(session, hostname, request, project_id, conductor_uuid=None):
         raise exception.Conflict(
             'The agent of host %s is too old to run driver playbooks; '
             'upgrade it first.' % hostname)
+    # One driver operation a host; the host's programming and flashing
+    # are the device checks' below.
     running = session.scalar(sa.select(OP.uuid).where(
-        OP.hostname == hostname, OP.state.in_(states.UNFINISHED)))
+        OP.hostname == hostname, OP.state.in_(states.UNFINISHED),
+        OP.type.in_(driver_families.OPERATION_TYPES)))
     if running is not None:
         raise exception.DriverOperationInProgress(hostname=hostname,
                                                   operation=running)
@@ -78,8 +81,8 @@ def start_in(session, hostname, request, project_id, conductor_uuid=None):
         params['forced_over'] = holding
     operation = operations.add(
         session, driver_families.OPERATION_PREFIX + request['action'],
-        driver_families.host_uuid(hostname), project_id, conductor_uuid)
-    operation.hostname = hostname
+        driver_families.host_uuid(hostname), project_id, conductor_uuid,
+        hostname=hostname)
     operation.params = json.dumps(params)
     _drain(session, device_ids, operation.uuid,
            'Driver operation %s (%s %s) in progress.' % (

@@ -22,12 +22,14 @@ OP = models.Operation
 INTERRUPTED = 'The operation was interrupted (its conductor stopped).'
 
 
-def add(session, type_, target_uuid, project_id, conductor_uuid=None):
-    """Within the caller's transaction: a new pending operation, carried
-    out by conductor ``conductor_uuid``."""
+def add(session, type_, target_uuid, project_id, conductor_uuid=None,
+        hostname=None):
+    """Within the caller's transaction: a new pending operation on host
+    ``hostname``, carried out by conductor ``conductor_uuid``."""
     operation = OP(uuid=uuidutils.generate_uuid(), type=type_,
                    target_uuid=target_uuid, state=states.PENDING,
-                   project_id=project_id, conductor_uuid=conductor_uuid)
+                   project_id=project_id, conductor_uuid=conductor_uuid,
+                   hostname=hostname)
     session.add(operation)
     session.flush()
     return operation
@@ -148,8 +150,8 @@ def list_operations(filters, limit, marker=None, sort_key='created_at',
 
 
 def to_dict(operation):
-    """Driver operations also carry hostname, params and progress
-    (db/driver_operations.py); other operations show them null."""
+    """Every operation carries its host; driver operations also params
+    and progress (db/driver_operations.py), which others show null."""
     return {
         'uuid': operation.uuid,
         'type': operation.type,

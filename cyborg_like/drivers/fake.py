@@ -60,7 +60,8 @@ class FakeDriver(base.AcceleratorDriver, base.Programmable,
     bitstream whose content starts with ``FAIL`` fails like a vendor tool
     would, with the rest of its first line as the tool's message; one that
     starts with ``SLEEP <seconds>`` takes that long, as a large FPGA image
-    does (fault tests kill processes while it runs).
+    does (fault tests kill processes while it runs); ``SLEEP`` then
+    ``FAIL`` on the next line fails after the delay.
 
     Firmware images follow the same two first-line conventions; a line
     holding a JSON object says what the device reports once flashed:
@@ -123,17 +124,27 @@ class FakeDriver(base.AcceleratorDriver, base.Programmable,
 
     def program(self, controlpath_id, deployable_name, bitstream_path,
                 bitstream_id):
+        # The staging lines lead; the rest is the image's data.
         with open(bitstream_path, 'rb') as f:
-            head = f.readline()
-        if head.startswith(b'FAIL'):
-            raise exception.DriverError(
-                driver=self.name,
-                reason=head[4:].decode(errors='replace').strip() or
-                'programming failed')
-        if head.startswith(b'SLEEP'):
-            time.sleep(float(head.split()[1]))
+            for line in iter(f.readline, b''):
+                if not self._staged(line.decode(errors='replace'),
+                                    'programming failed'):
+                    break
         self._programmed[self._key(controlpath_id, deployable_name)] = \
             bitstream_id
+
+    def _staged(self, line, failure):
+        """Act on one staging line of an image: ``SLEEP <seconds>`` waits,
+        ``FAIL [message]`` fails as the vendor tool would. In order, so
+        that ``SLEEP`` then ``FAIL`` is a failure after a delay (a bind
+        that fails once Nova waits for it). False for any other line."""
+        if line.startswith('FAIL'):
+            raise exception.DriverError(
+                driver=self.name, reason=line[4:].strip() or failure)
+        if line.startswith('SLEEP'):
+            time.sleep(float(line.split()[1]))
+            return True
+        return False
 
     def _with_drivers(self, entries):
         """The entries whose driver family is installed, each deployable
@@ -169,13 +180,8 @@ class FakeDriver(base.AcceleratorDriver, base.Programmable,
         described = {}
         with open(image_path, 'rb') as f:
             for line in f.read().decode(errors='replace').splitlines():
-                if line.startswith('FAIL'):
-                    raise exception.DriverError(
-                        driver=self.name,
-                        reason=line[4:].strip() or 'flashing failed')
-                if line.startswith('SLEEP'):
-                    time.sleep(float(line.split()[1]))
-                elif line.startswith('{'):
+                if not self._staged(line, 'flashing failed') and \
+                        line.startswith('{'):
                     described = json.loads(line)
         self._flashed[inventory.canonical(controlpath_id)] = described
 

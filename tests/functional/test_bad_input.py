@@ -3,12 +3,15 @@ bodies over the size limit, huge values quoted in errors, profiles made
 before the accelerator bound, and a conductor that fails unexpectedly."""
 
 import json
+import urllib.error
+import urllib.request
 
 import oslo_messaging as messaging
 import pytest
 import webob
 
 from cyborg_like.api import app as app_module
+from cyborg_like.api import server as api_server
 from cyborg_like.common import context
 from cyborg_like.common import rpc
 from cyborg_like.conductor import rpcapi
@@ -52,6 +55,25 @@ def test_a_body_over_the_limit_is_413_in_our_error_body(cloud):
     fault = _fault(response)
     assert fault['error_code'] == 'accel.request.too_large'
     assert str(LIMIT) in fault['faultstring']
+
+
+def test_a_client_that_sends_its_whole_body_first_reads_the_413(cloud):
+    """urllib writes the whole body before it reads: with the refused body
+    left unread it got a broken pipe, not the 413 (issue 34)."""
+    server = api_server.APIServer(cloud.app, '127.0.0.1', 0, threads=2)
+    server.start()
+    try:
+        request = urllib.request.Request(
+            'http://127.0.0.1:%d/v2/device_profiles' % server.port,
+            data=b'{"name": "' + b'x' * (20 * 1024 * 1024) + b'"}',
+            headers={'Content-Type': 'application/json'}, method='POST')
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(request, timeout=60)
+        assert refused.value.code == 413
+        fault = json.loads(json.loads(refused.value.read())['error_message'])
+        assert fault['error_code'] == 'accel.request.too_large'
+    finally:
+        server.stop()
 
 
 def test_a_body_of_unknown_length_is_cut_at_the_limit(cloud):
