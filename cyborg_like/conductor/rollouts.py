@@ -85,7 +85,8 @@ class Rollouts:
         before = rollouts.get(uuid)
         if action == states.ROLLBACK:
             # The rollback is this conductor's to carry.
-            rollout = rollouts.apply(uuid, action, now=self.clock())
+            rollout = rollouts.apply(uuid, action, now=self.clock(),
+                                     reason=_asked(action))
             rollouts.claim(self.conductor_uuid,
                            self.conf.conductor.service_down_after)
         else:
@@ -287,6 +288,9 @@ def _ended(counts):
 
 
 def _asked(action):
+    """The reason an operator's ``action`` gives its rollout: each says
+    what the rollout does now (a resumed one runs, with no reason)."""
     return {states.PAUSE: 'Paused by an operator.',
             states.RESUME: None,
-            states.ABORT: 'Aborted by an operator.'}.get(action)
+            states.ABORT: 'Aborted by an operator.',
+            states.ROLLBACK: 'Rolled back by an operator.'}[action]

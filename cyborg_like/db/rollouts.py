@@ -419,13 +419,18 @@ def target_dict(target):
 
 
 # Moving the rollout.
-def apply(uuid, event, reason=None, now=None, rollout_id=None):
+# ``apply``'s reason when the event says nothing of it.
+KEEP_REASON = object()
+
+
+def apply(uuid, event, reason=KEEP_REASON, now=None, rollout_id=None):
     """Apply ``event`` of ``states.ROLLOUT``, only from the states it
     allows (a conditional update); the rollout after it, or Conflict
-    naming the states it needs."""
+    naming the states it needs. ``reason`` replaces the rollout's (None
+    clears it: a resumed rollout is no longer "Paused by an operator")."""
     machine = states.ROLLOUT
     values = {'state': machine.target(event)}
-    if reason is not None:
+    if reason is not KEEP_REASON:
         values['reason'] = reason
     if machine.target(event) in states.ROLLOUT_ENDED:
         values['finished_at'] = now

@@ -125,17 +125,32 @@ def _wait_served(app, path, predicate, timeout):
                          % (path, timeout))
 
 
-def test_others_writes_are_announced(cloud):
+@pytest.fixture
+def no_checks(tmp_path):
+    """A cloud whose API confirms its copy once an hour: only an
+    announcement makes it see another process's write in a test's time."""
+    cloud = cloud_module.Cloud(overrides={
+        ('api', 'read_model_check_interval'): 3600}).start()
+    try:
+        yield cloud
+    finally:
+        cloud.stop()
+
+
+def test_others_writes_are_announced(no_checks):
+    cloud = no_checks
     assert read_model.wait_current()
     written = time.monotonic()
     # Another API process's write: straight to the conductor.
     cloud.conductor_api.create_device_profile(
         context.get_admin_context(), 'theirs', [{'resources:PGPU': '1'}],
         None)
+    # Served from the copy (an ETag) with no check to find it: announced.
+    # (It compared the time with the 2 s check interval, and failed at
+    # 2.4 s beside other work.)
     seen = _wait_served(cloud.app, '/v2/device_profiles', lambda body: [
-        p for p in body['device_profiles'] if p['name'] == 'theirs'], 5)
-    # Announced: well before the periodic check would have found it.
-    assert seen - written < CONF.api.read_model_check_interval
+        p for p in body['device_profiles'] if p['name'] == 'theirs'], 30)
+    print('announced and served in %.2f s' % (seen - written))
 
 
 @pytest.fixture

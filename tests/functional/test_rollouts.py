@@ -412,12 +412,16 @@ def test_pause_resume_abort_and_manual_rollback(cloud):
         assert _show(cloud, uuid)['targets'] == frozen
         assert frozen.get('done', 0) + frozen.get('gating', 0) <= 1
         status, resumed = cloud.call('POST', '/v2/rollouts/%s/resume' % uuid)
-        assert (status, resumed['state']) == (200, 'running')
+        # The reason follows the state: no longer "Paused by an operator"
+        # (issue 34).
+        assert (status, resumed['state'], resumed['reason']) == (
+            200, 'running', None)
         FleetDriver.permits.release(3)
         cloud.wait_for(lambda: _show(cloud, uuid)['targets'].get('done', 0)
                        >= 3, 20)
         status, aborted = cloud.call('POST', '/v2/rollouts/%s/abort' % uuid)
-        assert (status, aborted['state']) == (200, 'aborted')
+        assert (status, aborted['state'], aborted['reason']) == (
+            200, 'aborted', 'Aborted by an operator.')
         # Likewise: what was under way ends and is recorded; a run starts
         # nothing.
         _a_whole_run(cloud)
@@ -430,7 +434,8 @@ def test_pause_resume_abort_and_manual_rollback(cloud):
         assert len(_operations(cloud, uuid)) == changed
         FleetDriver.permits = None
         status, back = cloud.call('POST', '/v2/rollouts/%s/rollback' % uuid)
-        assert (status, back['state']) == (200, 'manual_rollback')
+        assert (status, back['state'], back['reason']) == (
+            200, 'manual_rollback', 'Rolled back by an operator.')
         done = _ended(cloud, uuid)
         assert done['state'] == 'rolled_back'
         assert done['targets'] == {'rolled_back': changed,
