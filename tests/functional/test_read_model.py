@@ -125,16 +125,21 @@ def _wait_served(app, path, predicate, timeout):
                          % (path, timeout))
 
 
-@pytest.fixture
-def no_checks(tmp_path):
-    """A cloud whose API confirms its copy once an hour: only an
-    announcement makes it see another process's write in a test's time."""
+def _checking_every(seconds):
+    """A cloud whose API confirms its copy every ``seconds``."""
     cloud = cloud_module.Cloud(overrides={
-        ('api', 'read_model_check_interval'): 3600}).start()
+        ('api', 'read_model_check_interval'): seconds}).start()
     try:
         yield cloud
     finally:
         cloud.stop()
+
+
+@pytest.fixture
+def no_checks():
+    """Confirmed once an hour: only an announcement makes the copy see
+    another process's write in a test's time."""
+    yield from _checking_every(3600)
 
 
 def test_others_writes_are_announced(no_checks):
@@ -154,13 +159,8 @@ def test_others_writes_are_announced(no_checks):
 
 
 @pytest.fixture
-def quick_checks(tmp_path):
-    cloud = cloud_module.Cloud(overrides={
-        ('api', 'read_model_check_interval'): 0.3}).start()
-    try:
-        yield cloud
-    finally:
-        cloud.stop()
+def quick_checks():
+    yield from _checking_every(0.3)
 
 
 def test_a_lost_announcement_is_caught_up_by_generation(quick_checks):
