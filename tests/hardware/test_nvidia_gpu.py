@@ -22,6 +22,7 @@ from cyborg_like.common import exception
 from cyborg_like.common import inventory
 from cyborg_like.conf import nvidia_gpu as nvidia_gpu_conf
 from cyborg_like.drivers import base
+from cyborg_like.drivers.nvidia_gpu import nvml
 from tests.hardware.nvml.devices import A100_ADDRESS
 from tests.hardware.nvml.devices import A100_UUID
 from tests.hardware.nvml.devices import GIB
@@ -279,6 +280,19 @@ def h100_vf_mdevs(h100_vfs):
     return h100_vfs
 
 
+A100_VFS = ['0000:3c:00.%d' % n for n in range(4)]
+
+
+@pytest.fixture
+def a100_vf_vendor(nvidia_sysfs):
+    """Four VFs of the A100 in NVIDIA's vendor-specific interface."""
+    for number, vf in enumerate(A100_VFS):
+        nvidia_sysfs.add_vf(A100_ADDRESS, vf, number)
+        nvidia_sysfs.add_vendor_vgpu(vf, {1157: 'GRID A100-4C',
+                                          1158: 'GRID A100-8C'})
+    return nvidia_sysfs
+
+
 @pytest.fixture
 def h100_vf_vendor(h100_vfs):
     """NVIDIA's vendor-specific VFIO interface on each VF."""
@@ -321,14 +335,120 @@ def test_vf_mdev_capacity_is_the_types_max_instances_not_the_vfs(
     assert [h.attach_info['parent'] for h in vgpu.attach_handles] == \
         H100_VFS[:10]
 
-    # Made ones (bound) are always offered, on whatever VF they are; the
-    # free ones fill up to the maximum.
-    for vf in H100_VFS[12:15]:
+    # Ours made (bound) are kept; 4C vGPUs made outside us on VFs 12-13
+    # count against the 10 and are never offered: 10 - 3 - 2 free left.
+    for handle in vgpu.attach_handles[:3]:
+        h100_vfs.add_mdev(handle.attach_info['parent'], 'nvidia-1157',
+                          handle.attach_info['uuid'])
+    for vf in H100_VFS[12:14]:
         h100_vfs.add_mdev(vf, 'nvidia-1157', str(uuid.uuid4()))
-    _, vgpu = h100_vgpu(nvidia_driver, 'nvidia-1157')
-    parents = [h.attach_info['parent'] for h in vgpu.attach_handles]
-    assert vgpu.num_accelerators == len(parents) == 10
-    assert parents == H100_VFS[:7] + H100_VFS[12:15]
+    _, now = h100_vgpu(nvidia_driver, 'nvidia-1157')
+    parents = [h.attach_info['parent'] for h in now.attach_handles]
+    assert now.num_accelerators == len(parents) == 10 - 2
+    assert parents == H100_VFS[:8]
+    assert now.attach_handles[:3] == vgpu.attach_handles[:3]
+
+
+def test_vf_capacity_from_nvml_where_sysfs_says_nothing(
+        nvidia_driver, h100_vf_mdevs, a100_vf_vendor, fake_nvml,
+        nvidia_conf):
+    # No description in sysfs: nvmlVgpuTypeGetMaxInstances tells (6 4C on
+    # the H100, in the mdev layout; 3 of type 1158 on the A100's VFs, in
+    # the vendor-specific one, which has no description at all).
+    fake_nvml.gpu(H100_UUID)['vgpu_max_instances'] = '1157:6 1158:5'
+    fake_nvml.gpu(A100_UUID)['vgpu_max_instances'] = '1157:10 1158:3'
+    fake_nvml.write()
+    enable_vgpu_types(nvidia_conf, {'nvidia-1157': [H100_ADDRESS],
+                                    'nvidia-1158': [A100_ADDRESS]})
+    found = by_address(nvidia_driver.discover())
+    h100 = deployables(found[H100_ADDRESS])['%s-vgpu-nvidia-1157'
+                                            % H100_UUID]
+    a100 = deployables(found[A100_ADDRESS])['%s-vgpu-nvidia-1158'
+                                            % A100_UUID]
+    assert h100.num_accelerators == len(h100.attach_handles) == 6
+    assert a100.num_accelerators == len(a100.attach_handles) == 3
+    assert [inventory.pci_address(h.attach_info)
+            for h in a100.attach_handles] == A100_VFS[:3]
+
+
+def test_nvml_max_instances_answers_only_for_types_it_makes(fake_nvml):
+    fake_nvml.gpu(H100_UUID)['vgpu_max_instances'] = '1157:6'
+    fake_nvml.write()
+    # GPU 0 is the H100; the A100 has no vGPU manager (NOT_SUPPORTED).
+    with nvml.session():
+        assert [nvml.vgpu_max_instances(0, 'nvidia-1157'),
+                nvml.vgpu_max_instances(0, 'nvidia-1158'),   # not its type
+                nvml.vgpu_max_instances(0, 'nvidia-x'),
+                nvml.vgpu_max_instances(1, 'nvidia-1157')] == [
+            6, None, None, None]
+
+
+def test_mdevs_made_by_others_on_the_gpu_lower_its_offer(nvidia_driver,
+                                                         vgpu_types):
+    # The kernel counts every mdev of the GPU: one made by hand leaves 9
+    # the GPU can still make, and its uuid is none we hand out.
+    _, before = vgpu_deployable(nvidia_driver, 'nvidia-471')
+    ours = before.attach_handles[4].attach_info['uuid']
+    vgpu_types.add_mdev(A100_ADDRESS, 'nvidia-471', ours)
+    foreign = str(uuid.uuid4())
+    vgpu_types.add_mdev(A100_ADDRESS, 'nvidia-471', foreign)
+
+    _, after = vgpu_deployable(nvidia_driver, 'nvidia-471')
+    uuids = [h.attach_info['uuid'] for h in after.attach_handles]
+    assert after.num_accelerators == len(uuids) == 10 - 1
+    assert ours in uuids and foreign not in uuids
+    assert uuids == [h.attach_info['uuid']
+                     for h in before.attach_handles[:9]]
+
+
+# -- MIG-backed vGPU types ---------------------------------------------------
+
+MIG_BACKED = {'nvidia-1130': 'NVIDIA H100-1-10C',
+              'nvidia-1133': 'NVIDIA H100-3-40C'}
+
+
+@pytest.fixture
+def h100_mig_backed(h100_vfs, fake_nvml, nvidia_conf):
+    """MIG on (its profiles answer): the VFs list the MIG-backed types,
+    as NVIDIA's vGPU manager lists them with MIG mode on."""
+    fake_nvml.gpu(H100_UUID)['mig_profiles'] = 'h100-80gb'
+    fake_nvml.write()
+    for vf in H100_VFS:
+        for type_id, name in MIG_BACKED.items():
+            h100_vfs.add_vgpu_type(vf, type_id, name, 1, max_instance=7)
+    enable_vgpu_types(nvidia_conf, {'nvidia-1130': [H100_ADDRESS]})
+    return h100_vfs
+
+
+def test_mig_backed_vgpus_are_one_per_mig_device_of_their_profile(
+        nvidia_driver, h100_mig_backed):
+    h100, vgpu = h100_vgpu(nvidia_driver, 'nvidia-1130')
+    # The stand-in's layout: one 1g.10gb and one 3g.40gb MIG device.
+    assert vgpu.num_accelerators == len(vgpu.attach_handles) == 1
+    [handle] = vgpu.attach_handles
+    assert (handle.attach_type, handle.attach_info['parent'],
+            handle.attach_info['asked_type']) == ('MDEV', H100_VFS[0],
+                                                  'nvidia-1130')
+    assert vgpu.attributes['trait1'] == 'CUSTOM_VGPU_NVIDIA_H100_1_10C'
+    # The MIG devices back vGPUs now: none is handed to a container, and
+    # the whole GPU is not offered beside them.
+    assert {name: d.num_accelerators for name, d in h100.items()
+            if '-vgpu-' not in name} == {name: 0 for name in h100
+                                         if '-vgpu-' not in name}
+
+    nvidia_driver.apply_mig_layout(H100_CPID, ['1g.10gb'] * 7)
+    _, vgpu = h100_vgpu(nvidia_driver, 'nvidia-1130')
+    assert vgpu.num_accelerators == 7       # 7 MIG devices, max_instance 7
+    assert [h.attach_info['parent'] for h in vgpu.attach_handles] == \
+        H100_VFS[:7]
+
+
+def test_mig_backed_type_without_mig_mode_offers_nothing(
+        nvidia_driver, h100_mig_backed):
+    nvidia_driver.apply_mig_layout(H100_CPID, [])
+    h100, vgpu = h100_vgpu(nvidia_driver, 'nvidia-1130')
+    assert vgpu.num_accelerators == len(vgpu.attach_handles) == 0
+    assert h100[H100_UUID].num_accelerators == 0
 
 
 def test_vf_mdev_is_made_on_its_vf_and_kept_while_bound(

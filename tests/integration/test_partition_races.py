@@ -5,11 +5,14 @@ The GPU is offered whole (its PF, one handle) and, at the same time, as
 SR-IOV virtual functions (PARTS handles): what an inventory may say while
 a vGPU type is being enabled, or a report lags the hardware. REQUESTS
 binds start at once, WHOLE_REQUESTS of them for the whole GPU and the
-rest for parts. A GPU is handed out whole or in parts, never both
-(db/partitions.py): after every round the database holds either the
-whole bound and no part, or no whole and every part bound (the part
-requests outnumber the parts), each failure says why, and nothing is
-left half-bound.
+rest for parts, half of each kind on each binding path: Nova's (PATCH
+with the resource provider) and standalone scheduling (POST .../schedule,
+the conductor picks). A GPU is handed out whole or in parts, never both
+(db/partitions.py): while a round runs, no read of the database rows
+finds the whole and a part in use together, and after it the database
+holds either the whole bound and no part, or no whole and every part
+bound (the part requests outnumber the parts), each failure says why,
+and nothing is left half-bound.
 """
 
 import concurrent.futures
@@ -46,7 +49,7 @@ INVENTORY = {'devices': [
           'attributes': {'rc': 'CUSTOM_VGPU_A100_4C'},
           'pci_functions': VFS}]}]}
 EXTRA_CONFIG = '[api]\nconductor_timeout = 30\n'
-REASONS = ('No free attach handle', 'never both')
+REASONS = ('No free attach handle', 'never both', 'No free deployable')
 
 
 @pytest.fixture(scope='module', params=BACKENDS)
@@ -72,26 +75,68 @@ def _arqs(dep, resource_class, count):
 
 
 def _bind_all_at_once(dep, rp_by_arq):
+    """One bind per ARQ, all released together: Nova's PATCH to the
+    ARQ's resource provider, or a standalone schedule where it is None."""
     barrier = threading.Barrier(len(rp_by_arq))
 
     def bind(arq):
-        body = {arq: [
-            {'op': 'add', 'path': '/hostname', 'value': dep.host},
-            {'op': 'add', 'path': '/device_rp_uuid',
-             'value': rp_by_arq[arq]},
-            {'op': 'add', 'path': '/instance_uuid',
-             'value': str(uuid.uuid4())}]}
         barrier.wait(timeout=30)
         try:
-            return requests.patch(
-                dep.api_url + '/v2/accelerator_requests', json=body,
-                headers=JSON, timeout=60).status_code
+            return _send_bind(dep, arq, rp_by_arq[arq])
         except requests.RequestException as error:
             return repr(error)
 
     with concurrent.futures.ThreadPoolExecutor(len(rp_by_arq)) as pool:
         answers = dict(zip(rp_by_arq, pool.map(bind, rp_by_arq)))
     assert set(answers.values()) == {202}, answers
+
+
+def _send_bind(dep, arq, rp_uuid):
+    if rp_uuid is None:
+        return requests.post(
+            '%s/v2/accelerator_requests/%s/schedule' % (dep.api_url, arq),
+            json={'instance_uuid': str(uuid.uuid4())}, headers=JSON,
+            timeout=60).status_code
+    body = {arq: [
+        {'op': 'add', 'path': '/hostname', 'value': dep.host},
+        {'op': 'add', 'path': '/device_rp_uuid', 'value': rp_uuid},
+        {'op': 'add', 'path': '/instance_uuid',
+         'value': str(uuid.uuid4())}]}
+    return requests.patch(dep.api_url + '/v2/accelerator_requests',
+                          json=body, headers=JSON, timeout=60).status_code
+
+
+class _Watch:
+    """Reads the handles in use again and again while a round runs,
+    keeping every read that finds the GPU whole and in parts at once."""
+
+    def __init__(self, dep):
+        self.dep = dep
+        self.both = []
+        self.reads = 0
+        self.error = None
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._done.set()
+        self._thread.join()
+
+    def _run(self):
+        # Paced so that the reads leave the conductors their CPU.
+        while not self._done.wait(0.02):
+            try:
+                held = _in_use(self.dep)
+            except Exception as error:      # said by the test, not lost
+                self.error = error
+                return
+            self.reads += 1
+            if held.get('gpu0') and held.get('vgpu-a100-4c'):
+                self.both.append(held)
 
 
 def _in_use(dep):
@@ -116,15 +161,22 @@ def test_a_gpu_is_never_bound_whole_and_in_parts(two_conductors):
     assert (whole['parent_id'], parts['parent_id']) == (None, whole_id)
     wholes = _arqs(dep, 'PGPU', WHOLE_REQUESTS)
     slices = _arqs(dep, 'CUSTOM_VGPU_A100_4C', REQUESTS - WHOLE_REQUESTS)
-    rp_by_arq = dict([(a, whole['rp_uuid']) for a in wholes]
-                     + [(a, parts['rp_uuid']) for a in slices])
+    # Every other ARQ of each kind is scheduled standalone (None).
+    rp_by_arq = dict(
+        [(a, None if n % 2 else whole['rp_uuid'])
+         for n, a in enumerate(wholes)]
+        + [(a, None if n % 2 else parts['rp_uuid'])
+           for n, a in enumerate(slices)])
     dep.wait_host_up()
 
     outcomes = []
     for _ in range(ROUNDS):
-        _bind_all_at_once(dep, rp_by_arq)
-        arqs = arq_states.wait_resolved(dep, list(rp_by_arq), timeout=90,
-                                        poll=0.2)
+        with _Watch(dep) as watch:
+            _bind_all_at_once(dep, rp_by_arq)
+            arqs = arq_states.wait_resolved(dep, list(rp_by_arq),
+                                            timeout=90, poll=0.2)
+        assert watch.error is None and watch.reads, watch.error
+        assert not watch.both, watch.both
         bound = {u for u, a in arqs.items() if a['state'] == 'Bound'}
         for arq in arqs.values():
             if arq['state'] != 'Bound':
@@ -137,7 +189,11 @@ def test_a_gpu_is_never_bound_whole_and_in_parts(two_conductors):
             held
         assert len(bound & set(wholes)) == held['gpu0'], held
         assert len(bound & set(slices)) == held['vgpu-a100-4c'], held
-        outcomes.append('whole' if held['gpu0'] else 'parts')
+        outcomes.append('%s (%s; %d reads)' % (
+            'whole' if held['gpu0'] else 'parts',
+            'scheduled' if all(rp_by_arq[a] is None for a in bound)
+            else 'Nova' if all(rp_by_arq[a] for a in bound) else 'both',
+            watch.reads))
         _unbind(dep, list(rp_by_arq))
         assert not any(_in_use(dep).values())
-    print('partition race outcomes: %s' % outcomes)
+    print('partition race outcomes on %s: %s' % (dep.backend, outcomes))

@@ -12,12 +12,13 @@ address, with these deployables:
     type MIG and carries the MIG uuid, which is what CUDA and container
     runtimes take; never MDEV, which a VM consumer (Nova's libvirt driver)
     would attach as a mediated device of that uuid, which does not exist.
-    A MIG slice reaches a VM only as a MIG-backed vGPU type (below). MIG
-    devices are made when the operator applies a layout
-    (``apply_mig_layout``, mig.py, asked through the API on a drained GPU)
-    or by hand (nvidia-smi mig -cgi/-cci); preparing the handle creates
-    nothing. They live in the GPU until it is reset, so an agent restart
-    finds them as they were.
+    A MIG slice reaches a VM only as a MIG-backed vGPU type (below): while
+    the GPU offers one, its MIG devices back those vGPUs and offer 0
+    accelerators themselves. MIG devices are made when the operator
+    applies a layout (``apply_mig_layout``, mig.py, asked through the API
+    on a drained GPU) or by hand (nvidia-smi mig -cgi/-cci); preparing the
+    handle creates nothing. They live in the GPU until it is reset, so an
+    agent restart finds them as they were.
 ``<gpu uuid>-vgpu-<type>`` (rc VGPU)
     The one vGPU type the operator enabled for this GPU (``[nvidia_gpu]
     enabled_vgpu_types`` and ``[vgpu_<type>] device_addresses``, as Nova
@@ -25,17 +26,24 @@ address, with these deployables:
     it: the hardware gives N vGPUs of one type *or* the whole GPU, so
     offering every listed type would count the same silicon several
     times. num_accelerators is the instances the type can still make plus
-    those already made, so a bound vGPU does not shrink the inventory; one
-    MDEV handle per instance, each with a uuid stable across runs.
+    those we made, so a bound vGPU does not shrink the inventory; one
+    MDEV handle per instance, each with a uuid stable across runs, and
+    never one naming an mdev made outside the service (by hand, another
+    tool): those lower what the GPU can still make and are not offered.
     Preparing the handle creates that mdev, releasing it removes it.
     From Ampere on, with SR-IOV, the types are on the GPU's virtual
     functions, one vGPU per VF: in the mdev layout a handle is an mdev on
     its VF (``parent``), and every VF lists one available whatever the
     GPU can make, so the offer is capped at the type's ``max_instance``
-    (its sysfs description; Nova's ``[mdev_<type>] max_instances``), the
-    made ones always kept; in NVIDIA's vendor-specific interface it is the VF
+    (its sysfs description, else NVML's nvmlVgpuTypeGetMaxInstances;
+    Nova's ``[mdev_<type>] max_instances``) less the instances of the type
+    made outside the service, ours made always kept. A MIG-backed type
+    (``NVIDIA H100-1-10C``: a 1g.10gb MIG device backs each vGPU) is also
+    capped at the GPU's MIG devices of its profile (0 with MIG mode off);
+    in NVIDIA's vendor-specific interface it is the VF
     itself (a PCI handle with ``asked_type``), made that vGPU type when
-    prepared and given back when released (sysfs.py). While
+    prepared and given back when released (sysfs.py); a VF set to a type
+    carries no uuid, so it counts as ours. While
     vGPUs of another type exist on the GPU (bound before the operator
     changed the type), that type stays offered and the change waits, with
     a warning, until they are released.
@@ -142,8 +150,11 @@ class NvidiaGPUDriver(base.AcceleratorDriver, base.HealthReporting,
     def _device(self, gpu, versions, wanted_type):
         offer = self._offered_vgpu(gpu, wanted_type)
         partitioned = bool(gpu.mig_enabled or offer)
+        # With a vGPU type offered the MIG devices back vGPUs (MIG-backed
+        # types), so they are not handed to containers beside them.
         deployables = ([self._pgpu(gpu, partitioned)]
-                       + [self._mig(gpu, mig) for mig in gpu.migs]
+                       + [self._mig(gpu, mig, offered=offer is None)
+                          for mig in gpu.migs]
                        + ([self._vgpu(gpu, offer)] if offer else []))
         return base.Device(
             type='GPU', vendor='0x%04x' % gpu.vendor_id, model=gpu.name,
@@ -162,30 +173,29 @@ class NvidiaGPUDriver(base.AcceleratorDriver, base.HealthReporting,
             return offers.setdefault(type_id, _Offer(type_id, name))
 
         for vgpu_type in self.sysfs.vgpu_types(gpu.address):
-            found = offer(vgpu_type.type_id, vgpu_type.name)
-            found.held += len(vgpu_type.created)
-            for n in range(vgpu_type.available + len(vgpu_type.created)):
-                found.add(_mdev_handle(gpu, vgpu_type, n))
+            _offer_on_gpu(gpu, offer(vgpu_type.type_id, vgpu_type.name),
+                          vgpu_type)
         for n, vf in enumerate(self.sysfs.virtual_functions(gpu.address)):
             vendor = self.sysfs.vf_vgpu(vf)
             if vendor is not None:
-                types = vendor.creatable if vendor.current is None else {
-                    vendor.current: vendor.creatable.get(vendor.current, '')}
-                for type_id, name in types.items():
-                    found = offer(type_id, name)
-                    found.held += vendor.current is not None
-                    found.add(base.AttachHandle('PCI', dict(
-                        inventory.pci_address_info(vf), asked_type=type_id)),
-                        made=vendor.current is not None)
-                continue
-            for vgpu_type in self.sysfs.vgpu_types(vf):
-                if vgpu_type.available or vgpu_type.created:
-                    found = offer(vgpu_type.type_id, vgpu_type.name)
-                    found.held += len(vgpu_type.created)
-                    found.limit_to(vgpu_type.max_instances)
-                    found.add(_mdev_handle(gpu, vgpu_type, n, parent=vf),
-                              made=bool(vgpu_type.created))
+                _offer_vendor_vf(offer, vf, vendor)
+            else:
+                _offer_vf_mdevs(gpu, offer, n, vf, self.sysfs.vgpu_types(vf))
         return offers
+
+    def _limit(self, gpu, offer):
+        """Cap an offer on VFs at what the GPU can make: the type's max
+        instances (NVML where sysfs did not say) and, for a MIG-backed
+        type, the MIG devices of its profile, one per vGPU."""
+        if not offer.on_vfs:
+            return offer
+        if offer.limit is None:
+            offer.limit_to(nvml.vgpu_max_instances(gpu.index, offer.type_id))
+        profile = _mig_backed_profile(offer.name)
+        if profile is not None:
+            offer.limit_to(sum(m.profile == profile for m in gpu.migs)
+                           if gpu.mig_enabled else 0)
+        return offer
 
     def _offered_vgpu(self, gpu, wanted):
         """The _Offer of the vGPU type this GPU offers, or None (a PGPU)."""
@@ -201,7 +211,7 @@ class NvidiaGPUDriver(base.AcceleratorDriver, base.HealthReporting,
                     'configured', gpu.uuid, gpu.address, held.held,
                     held.type_id, held.type_id, wanted or 'the whole GPU')
                 self._said_type_kept[gpu.uuid] = (held.type_id, wanted)
-            return held
+            return self._limit(gpu, held)
         self._said_type_kept.pop(gpu.uuid, None)
         if wanted is None:
             return None
@@ -210,7 +220,8 @@ class NvidiaGPUDriver(base.AcceleratorDriver, base.HealthReporting,
             LOG.warning('GPU %s (%s) does not offer vGPU type %s (sysfs '
                         'lists %s): offering the whole GPU', gpu.uuid,
                         gpu.address, wanted, ', '.join(offers) or 'none')
-        return offered
+            return None
+        return self._limit(gpu, offered)
 
     def _std_board_info(self, gpu):
         info = {'vendor_id': '0x%04x' % gpu.vendor_id,
@@ -231,13 +242,14 @@ class NvidiaGPUDriver(base.AcceleratorDriver, base.HealthReporting,
             attributes={'rc': 'PGPU', **_gpu_traits(gpu)},
             attach_handles=[pci.attach_handle(gpu.address)])
 
-    def _mig(self, gpu, mig):
+    def _mig(self, gpu, mig, offered=True):
         ids = (str(mig.gpu_instance_id), str(mig.compute_instance_id))
         rc = 'CUSTOM_MIG_%s' % _custom(mig.profile or 'unknown profile')
         info = {'mig_uuid': mig.uuid, 'gpu_instance_id': ids[0],
                 'compute_instance_id': ids[1], 'profile': mig.profile or ''}
         return base.Deployable(
             name='%s-mig-%s-%s' % (gpu.uuid, *ids), driver_name=self.name,
+            num_accelerators=1 if offered else 0,
             attributes={'rc': rc, **_gpu_traits(gpu),
                         'trait3': 'CUSTOM_GPU_MIG_%s' % _custom(
                             mig.profile or 'unknown profile')},
@@ -505,9 +517,13 @@ class _Offer:
     # (handle, made) in VF order.
     entries: list = dataclasses.field(default_factory=list)
     held: int = 0
+    # Instances of the type on the GPU that are not ours (made by hand,
+    # or by another tool): they count against the limit, never offered.
+    others: int = 0
     # The most vGPUs of the type the GPU makes, where its VFs list more
     # (each VF lists one whatever the type's max_instance says).
     limit: int | None = None
+    on_vfs: bool = False
 
     def add(self, handle, made=False):
         self.entries.append((handle, made))
@@ -521,8 +537,8 @@ class _Offer:
     def handles(self):
         """Every made one (bound), and free ones, in order, up to the
         limit: what the hardware can still create, never more."""
-        room = None if self.limit is None else self.limit - sum(
-            made for _, made in self.entries)
+        room = None if self.limit is None else self.limit - self.others - \
+            sum(made for _, made in self.entries)
         kept = []
         for handle, made in self.entries:
             if not made:
@@ -531,6 +547,71 @@ class _Offer:
                 room = None if room is None else room - 1
             kept.append(handle)
         return kept
+
+
+def _offer_on_gpu(gpu, found, vgpu_type):
+    """The mdevs of a type on the GPU itself: ours made (kept, whatever
+    their number) and as many free ones as the kernel says it can still
+    make; mdevs made by others lower that and are never offered."""
+    created = set(vgpu_type.created)
+    # Any number we may have handed out: up to all the GPU ever held.
+    count = max(vgpu_type.available + len(created),
+                vgpu_type.max_instances or 0)
+    ours = 0
+    for n in range(count):
+        made = _mdev_uuid(gpu.uuid, vgpu_type.type_id, n) in created
+        ours += made
+        found.add(_mdev_handle(gpu, vgpu_type, n), made=made)
+    found.held += len(created)
+    found.others += len(created) - ours
+    found.limit_to(vgpu_type.available + len(created))
+
+
+def _offer_vendor_vf(offer, vf, vendor):
+    """A VF in NVIDIA's vendor-specific interface: the PCI function
+    itself, for the type it is (made) or each type it can become."""
+    types = vendor.creatable if vendor.current is None else {
+        vendor.current: vendor.creatable.get(vendor.current, '')}
+    for type_id, name in types.items():
+        found = offer(type_id, name)
+        found.on_vfs = True
+        found.held += vendor.current is not None
+        found.add(base.AttachHandle('PCI', dict(
+            inventory.pci_address_info(vf), asked_type=type_id)),
+            made=vendor.current is not None)
+
+
+def _offer_vf_mdevs(gpu, offer, n, vf, vgpu_types):
+    """VF ``n`` in the mdev layout: one vGPU, ours if its mdev has the
+    uuid we give it, free if it holds none, else taken by another."""
+    taken = any(vgpu_type.created for vgpu_type in vgpu_types)
+    for vgpu_type in vgpu_types:
+        if not (vgpu_type.available or vgpu_type.created):
+            continue
+        found = offer(vgpu_type.type_id, vgpu_type.name)
+        found.on_vfs = True
+        found.held += len(vgpu_type.created)
+        found.limit_to(vgpu_type.max_instances)
+        handle = _mdev_handle(gpu, vgpu_type, n, parent=vf)
+        ours = handle.attach_info['uuid'] in vgpu_type.created
+        found.others += len(vgpu_type.created) - ours
+        if ours or not taken:
+            found.add(handle, made=ours)
+
+
+# A MIG-backed vGPU type by its name: "NVIDIA H100-1-10C" is backed by a
+# 1g.10gb MIG device, "...-1-10CME" by a 1g.10gb+me one.
+_MIG_BACKED = re.compile(r'-(\d+)-(\d+)C(ME)?$')
+
+
+def _mig_backed_profile(type_name):
+    """The MIG profile backing a vGPU type (``'1g.10gb'``), or None for
+    a time-sliced type."""
+    found = _MIG_BACKED.search(type_name or '')
+    if found is None:
+        return None
+    return '%sg.%sgb%s' % (found.group(1), found.group(2),
+                           '+me' if found.group(3) else '')
 
 
 def _mdev_handle(gpu, vgpu_type, number, parent=None):

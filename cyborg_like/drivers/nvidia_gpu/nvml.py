@@ -239,6 +239,21 @@ def _numa_node(gpu_handle):
     return node if node is not None and node >= 0 else None
 
 
+def vgpu_max_instances(gpu_index, type_id):
+    """The most vGPUs of ``type_id`` (``nvidia-<ID>``, NVML's vGPU type
+    id) one GPU makes, as nvidia-smi vgpu says; None where NVML cannot
+    tell (no vGPU manager, a type this GPU does not make)."""
+    number = type_id.removeprefix('nvidia-')
+    if not number.isdigit():
+        return None
+    try:
+        return pynvml.nvmlVgpuTypeGetMaxInstances(handle(gpu_index),
+                                                  int(number))
+    except (pynvml.NVMLError_NotSupported, pynvml.NVMLError_FunctionNotFound,
+            pynvml.NVMLError_InvalidArgument):
+        return None
+
+
 def mig_enabled(gpu_handle):
     modes = _optional(pynvml.nvmlDeviceGetMigMode, gpu_handle)
     if modes is None:

@@ -54,6 +54,13 @@
  *   remapped_rows = 0 0 0 0       corrected uncorrected pending failure;
  *                                 absent: NOT_SUPPORTED (before Ampere)
  *   lost = 1                      every query answers NVML_ERROR_GPU_IS_LOST
+ *   vgpu_max_instances = 1157:10 1158:5
+ *                                 the vGPU types (ids of nvidia-<id>) the
+ *                                 GPU's vGPU manager makes, each with the
+ *                                 most instances one GPU holds, which
+ *                                 nvmlVgpuTypeGetMaxInstances answers
+ *                                 (another type: INVALID_ARGUMENT);
+ *                                 absent: no vGPU manager, NOT_SUPPORTED
  *   error.<nvml function> = CODE  that function fails on this device; CODE
  *                                 is a number or a name such as NOT_SUPPORTED
  *
@@ -409,6 +416,7 @@ static const profile_table profile_tables[] = {
 #define MAX_GPUS 8
 #define MAX_MIGS 7
 #define MAX_FAULTS 16
+#define MAX_VGPU_TYPES 16
 #define TEXT 96
 
 typedef struct {
@@ -443,6 +451,9 @@ typedef struct fake_device {
     int lost;
     int has_event_types;
     unsigned long long event_types;      /* supported, when has_event_types */
+    int has_vgpu;                        /* vgpu_max_instances given */
+    unsigned int vgpu_type_count;
+    unsigned int vgpu_types[MAX_VGPU_TYPES], vgpu_max[MAX_VGPU_TYPES];
     fault_t faults[MAX_FAULTS];
     int fault_count;
 } fake_device;
@@ -522,6 +533,23 @@ static void copy_text(char *dst, size_t size, const char *src)
     snprintf(dst, size, "%s", src);
 }
 
+/* "1157:10 1158:5": vGPU type ids and their max instances. */
+static int set_vgpu_max(fake_device *dev, const char *value)
+{
+    unsigned int type, most;
+    int used;
+
+    dev->has_vgpu = 1;
+    while (sscanf(value, " %u:%u%n", &type, &most, &used) == 2) {
+        if (dev->vgpu_type_count == MAX_VGPU_TYPES)
+            return -1;
+        dev->vgpu_types[dev->vgpu_type_count] = type;
+        dev->vgpu_max[dev->vgpu_type_count++] = most;
+        value += used;
+    }
+    return strspn(value, " \t") == strlen(value) ? 0 : -1;
+}
+
 /* One "key = value" of a [gpu] or [mig] section; -1 if the key is unknown. */
 static int set_device_key(fake_device *dev, const char *key, const char *value)
 {
@@ -578,6 +606,8 @@ static int set_device_key(fake_device *dev, const char *key, const char *value)
         dev->has_event_types = 1;
         dev->event_types = number;
     }
+    else if (!strcmp(key, "vgpu_max_instances"))
+        return set_vgpu_max(dev, value);
     else if (!strncmp(key, "error.", 6)) return add_fault(dev, key + 6, value);
     else return -1;
     return 0;
@@ -1837,6 +1867,25 @@ nvmlReturn_t nvmlDeviceGetTemperatureV(nvmlDevice_t device,
     return NVML_SUCCESS;
 }
 #endif
+
+/* The most vGPUs of a type one GPU makes (nvidia-smi vgpu -s -v). */
+nvmlReturn_t nvmlVgpuTypeGetMaxInstances(nvmlDevice_t device,
+                                         unsigned int vgpuTypeId,
+                                         unsigned int *vgpuInstanceCount)
+{
+    ENTER(device, dev);
+    if (!vgpuInstanceCount || dev->parent)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    if (!dev->has_vgpu)
+        return NVML_ERROR_NOT_SUPPORTED;
+    for (unsigned int i = 0; i < dev->vgpu_type_count; i++) {
+        if (dev->vgpu_types[i] == vgpuTypeId) {
+            *vgpuInstanceCount = dev->vgpu_max[i];
+            return NVML_SUCCESS;
+        }
+    }
+    return NVML_ERROR_INVALID_ARGUMENT;
+}
 
 nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigned int *power)
 {
