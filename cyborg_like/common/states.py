@@ -245,10 +245,15 @@ ROLLOUT_ACTIVE = (ROLLOUT_RUNNING, ROLLING_BACK, MANUAL_ROLLBACK)
 #     gating --pass--> done
 #     in_progress / gating --fail--> failed
 #     in_progress --retry--> pending         (its conductor died mid-way)
-#     done / gating / failed --revert--> rolling_back --reverted--> rolled_back
+#     gating --cut_short--> unverified       (its rollout was aborted)
+#     done / gating / unverified / failed --revert--> rolling_back
+#     rolling_back --reverted--> rolled_back
 #     rolling_back --fail--> failed          (its rollback failed too)
 TARGET_PENDING, SKIPPED_BUSY, IN_PROGRESS, GATING, DONE = (
     'pending', 'skipped_busy', 'in_progress', 'gating', 'done')
+# Changed, but its gate never finished: the rollout was aborted while it
+# (or its operation, ending after the abort) was gating.
+UNVERIFIED, CUT_SHORT = 'unverified', 'cut_short'
 TARGET_FAILED, TARGET_ROLLING_BACK, TARGET_ROLLED_BACK = (
     'failed', 'rolling_back', 'rolled_back')
 BEGIN, SKIP_BUSY, PASS, REVERT, REVERTED = ('begin', 'skip_busy', 'pass',
@@ -260,8 +265,10 @@ ROLLOUT_TARGET = StateMachine('rollout target', TARGET_PENDING, [
     (SKIP_BUSY, (TARGET_PENDING,), SKIPPED_BUSY),
     (FINISH, (IN_PROGRESS,), GATING),
     (PASS, (GATING,), DONE),
+    (CUT_SHORT, (GATING,), UNVERIFIED),
     (FAIL, (IN_PROGRESS, GATING, TARGET_ROLLING_BACK), TARGET_FAILED),
     (RETRY, (IN_PROGRESS,), TARGET_PENDING),
-    (REVERT, (DONE, GATING, TARGET_FAILED), TARGET_ROLLING_BACK),
+    (REVERT, (DONE, GATING, UNVERIFIED, TARGET_FAILED),
+     TARGET_ROLLING_BACK),
     (REVERTED, (TARGET_ROLLING_BACK,), TARGET_ROLLED_BACK),
 ], terminal=(TARGET_ROLLED_BACK,))

@@ -446,8 +446,25 @@ def apply(uuid, event, reason=KEEP_REASON, now=None, rollout_id=None):
                 'Rollout %s is %s; %s needs it %s.' % (
                     rollout.uuid, rollout.state, event,
                     ' or '.join(machine.sources(event))))
+        if event == states.ABORT:
+            _cut_short(session, RT.rollout_id == rollout.id, now)
         session.refresh(rollout)
         return _view(session, rollout)
+
+
+CUT_SHORT_REASON = 'Its gate was cut short: the rollout was aborted.'
+
+
+def _cut_short(session, which, now):
+    """Gating targets of an aborted rollout: changed, never verified (no
+    conductor drives an aborted rollout's gates)."""
+    machine = states.ROLLOUT_TARGET
+    return session.execute(
+        sa.update(RT).where(
+            which, RT.state.in_(machine.sources(states.CUT_SHORT)))
+        .values(state=machine.target(states.CUT_SHORT),
+                reason=CUT_SHORT_REASON, finished_at=now)
+        .execution_options(synchronize_session=False)).rowcount
 
 
 def claim(conductor_uuid, down_after):
@@ -471,11 +488,12 @@ def claim(conductor_uuid, down_after):
 
 def sync_operations(now, retries=0):
     """Targets whose operation ended move on (for every rollout, whatever
-    its state: an aborted rollout's last operations are recorded too):
-    five conditional updates. First, a target whose operation its
-    conductor's death interrupted is begun again, up to ``retries`` times
-    (never a card's firmware flash: the card may hold half an image and
-    stays drained for an operator; db/operations.py keep_drained)."""
+    its state: an aborted rollout's last operations are recorded too, and
+    its targets left gating marked unverified): six conditional updates.
+    First, a target whose operation its conductor's death interrupted is
+    begun again, up to ``retries`` times (never a card's firmware flash:
+    the card may hold half an image and stays drained for an operator;
+    db/operations.py keep_drained)."""
     machine = states.ROLLOUT_TARGET
     ended = {}
     with api.writer() as session:
@@ -515,6 +533,11 @@ def sync_operations(now, retries=0):
                     .values(**values)
                     .execution_options(synchronize_session=False))
                 ended[(source, event)] = result.rowcount
+        # An operation that ended after its rollout's abort: its target
+        # reached gating above, where no gate will run.
+        ended[(states.GATING, states.CUT_SHORT)] = _cut_short(
+            session, RT.rollout_id.in_(sa.select(RO.id).where(
+                RO.state == states.ROLLOUT_ABORTED)), now)
     return ended
 
 

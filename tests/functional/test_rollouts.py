@@ -430,7 +430,16 @@ def test_pause_resume_abort_and_manual_rollback(cloud):
         _a_whole_run(cloud)
         assert _show(cloud, uuid)['targets'] == after
         assert after['pending'] >= 1
-        changed = after.get('done', 0) + after.get('gating', 0)
+        # None is left gating for ever (issue 34): gating when the abort
+        # came, or when its operation ended after it, it is unverified.
+        assert 'gating' not in after, after
+        status, cut = cloud.call(
+            'GET', '/v2/rollouts/%s/targets?state=unverified' % uuid)
+        assert status == 200
+        assert {t['reason'] for t in cut['targets']} <= {
+            'Its gate was cut short: the rollout was aborted.'}
+        assert len(cut['targets']) == after.get('unverified', 0)
+        changed = after.get('done', 0) + after.get('unverified', 0)
         assert len(_operations(cloud, uuid)) == changed
         FleetDriver.permits = None
         status, back = cloud.call('POST', '/v2/rollouts/%s/rollback' % uuid)
@@ -447,6 +456,26 @@ def test_pause_resume_abort_and_manual_rollback(cloud):
         if permits is not None:
             permits.release(REGIONS)        # none left waiting at the stop
         FleetDriver.delay = 0.2
+
+
+def test_an_abort_leaves_no_target_gating(cloud):
+    # The canary's gate is long: it is gating when the abort comes.
+    rollout = _create(cloud, {'canary': 1, 'waves': ['100%'],
+                              'gate_seconds': 3600})
+    uuid = rollout['uuid']
+    [canary] = cloud.wait_for(lambda: _targets(cloud, uuid, '&state=gating'))
+    status, aborted = cloud.call('POST', '/v2/rollouts/%s/abort' % uuid)
+    assert (status, aborted['state']) == (200, 'aborted')
+    # At once, in the abort's transaction (issue 34: it stayed gating).
+    [cut] = _targets(cloud, uuid, '&state=unverified')
+    assert cut['target_uuid'] == canary['target_uuid']
+    assert cut['reason'] == 'Its gate was cut short: the rollout was aborted.'
+    assert 'gating' not in _show(cloud, uuid)['targets']
+    # A rollback reverts it like a done target.
+    status, back = cloud.call('POST', '/v2/rollouts/%s/rollback' % uuid)
+    assert status == 200, back
+    assert _ended(cloud, uuid)['targets'].get('rolled_back') == 1
+    assert _held(cloud)[canary['target_uuid']] == 'bs-old'
 
 
 def _settled(cloud, uuid):

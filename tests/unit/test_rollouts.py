@@ -267,11 +267,12 @@ def test_a_step_costs_the_same_queries_whatever_the_fleet(migrated_db,
     finally:
         queue.shutdown()
     assert len(started.jobs) == 4
-    # The step: claim (2), sync (5), load, gate (3), progress (3), the
-    # wave advanced, candidates; then each target started costs its begin
+    # The step: claim (2), sync (6: the last marks an aborted rollout's
+    # gating targets unverified), load, gate (3), progress (3), the wave
+    # advanced, candidates; then each target started costs its begin
     # transaction (5 of ours, 8 of the programming's own checks). The
     # same numbers for 40 regions as for 400.
-    assert queries['n'] == 16 + 4 * 13, queries['statements']
+    assert queries['n'] == 17 + 4 * 13, queries['statements']
     shown = rollouts.get(rollout['uuid'])
     assert shown['targets']['in_progress'] == 4
     assert len({t['hostname'] for t in _targets(rollout['uuid'])

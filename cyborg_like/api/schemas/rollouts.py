@@ -114,7 +114,7 @@ FILTER_SCHEMAS = {'state': {'enum': STATES},
 SORT_KEYS = ('created_at', 'updated_at', 'uuid', 'state')
 
 TARGET_STATES = ['pending', 'skipped_busy', 'in_progress', 'gating', 'done',
-                 'failed', 'rolling_back', 'rolled_back']
+                 'unverified', 'failed', 'rolling_back', 'rolled_back']
 TARGETS_QUERY = {
     'type': 'object',
     'properties': {
