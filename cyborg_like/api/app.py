@@ -13,6 +13,7 @@ import webob.dec
 import webob.exc
 
 from cyborg_like.api import access_log
+from cyborg_like.api import audit
 from cyborg_like.api import errors
 from cyborg_like.api import hooks
 from cyborg_like.api import metrics
@@ -278,11 +279,14 @@ def setup_app(conf, conductor_api=None):
         debug=False,
     )
     if conf.api.auth_strategy == 'keystone':
-        app = PublicPaths(
-            auth_token.AuthProtocol(app, {'oslo_config_config': conf}), app)
+        # Audited right after authentication: the initiator of each event
+        # is the user auth_token validated.
+        app = PublicPaths(auth_token.AuthProtocol(
+            audit.wrap(app, conf), {'oslo_config_config': conf}), app)
     else:
         LOG.warning('API authentication is off ([api] auth_strategy = '
                     'noauth): every caller is an admin.')
+        app = audit.wrap(app, conf)
     app = StreamedBodies(BodySizeLimit(SaneRequests(app), conf), app)
     app = request_id.RequestId(access_log.AccessLog(app))
     return metrics.Middleware(app) if conf.metrics.api_enabled else app

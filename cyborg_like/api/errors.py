@@ -83,8 +83,10 @@ def from_exception(error, retry_after):
             'No conductor answered request %s in time. No conductor '
             'carries it out after its deadline, which has passed: it was '
             'not carried out, unless a conductor did it before and its '
-            'answer was lost (the conductor logs it under this request '
-            'id). Try again later.' % _request_id(), retry_after,
+            'answer was lost: GET /v2/changes?request_id=%s lists what '
+            'it changed, once the service answers again (nothing: not '
+            'carried out). Try again later.'
+            % (_request_id(), _request_id()), retry_after,
             code='accel.conductor.unreachable' if error.unreachable
             else None)
     if isinstance(error, messaging.MessagingTimeout):

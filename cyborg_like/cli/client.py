@@ -116,6 +116,10 @@ class Client:
         resp = self.request('PATCH', path, json=body)
         return resp.json() if resp.content else None
 
+    def put(self, path, body):
+        resp = self.request('PUT', path, json=body)
+        return resp.json() if resp.content else None
+
     def delete(self, path, params=None):
         self.request('DELETE', path, params=params)
 

@@ -11,6 +11,7 @@ naming the request.
 """
 
 import contextlib
+import dataclasses
 import threading
 import time
 
@@ -23,14 +24,33 @@ LOG = logging.getLogger(__name__)
 _LOCAL = threading.local()
 
 
+@dataclasses.dataclass
+class Call:
+    """The RPC call a thread serves: what the change log records of it
+    (db/changes.py keeps its row's id here between its transactions)."""
+
+    context: object
+    method: str | None = None
+    kwargs: dict = dataclasses.field(default_factory=dict)
+    change_id: int | None = None
+
+
 @contextlib.contextmanager
-def serving(context):
-    """While this thread serves an RPC call made with ``context``."""
+def serving(context, method=None, kwargs=None):
+    """While this thread serves the RPC call ``method`` made with
+    ``context``."""
     _LOCAL.context = context
+    _LOCAL.call = Call(context, method, kwargs or {})
     try:
         yield
     finally:
         _LOCAL.context = None
+        _LOCAL.call = None
+
+
+def served():
+    """The Call this thread serves, or None."""
+    return getattr(_LOCAL, 'call', None)
 
 
 def check():

@@ -181,6 +181,15 @@ class QuotaExceeded(Forbidden):
     error_code = 'accel.quota.exceeded'
 
 
+class QuotaLimitsInKeystone(Conflict):
+    msg_fmt = ('Accelerator limits come from Keystone unified limits '
+               '([quota] driver = unified_limits): set or remove the limits '
+               'of project %(project)s with Keystone\'s limit API '
+               '(/v3/limits, resource names "class:<RESOURCE CLASS>"; '
+               '"openstack limit create").')
+    error_code = 'accel.quota.limits_in_keystone'
+
+
 class HostNotFound(NotFound):
     msg_fmt = 'Host %(hostname)s could not be found.'
     error_code = 'accel.host.not_found'
@@ -291,11 +300,38 @@ class LeaseNotFound(NotFound):
 
 class LeaseConflict(Conflict):
     """The devices cannot be guaranteed: ``lease`` (a uuid) holds one of
-    them in an overlapping window."""
+    them in an overlapping window. For the lessor: the conductor answers
+    a project LeaseNotFree instead, which names nobody's objects."""
     msg_fmt = ('The devices cannot be guaranteed: lease %(lease)s holds '
                'device %(device)s from %(starts_at)s to %(ends_at)s '
                '(UTC, grace included).')
     error_code = 'accel.lease.conflict'
+
+
+class LeaseDeviceHeld(LeaseConflict):
+    """Another project's workload holds a device and the lease may not
+    preempt it (cyborg:lease:preempt). For the lessor, as LeaseConflict.
+    """
+    msg_fmt = ('The devices cannot be guaranteed: accelerator request '
+               '%(arq)s of project %(project)s (instance %(instance)s) '
+               'holds device %(device)s, and this lease may not preempt '
+               "another project's workload (cyborg:lease:preempt).")
+
+
+class LeaseNotFree(Conflict):
+    """A project's view of LeaseConflict and LeaseDeviceHeld: how many
+    devices were free, never whose lease or workload holds the others."""
+    msg_fmt = ('The devices cannot be guaranteed: %(free)d of the '
+               '%(wanted)d device(s) asked are free in every window of the '
+               'lease (the first from %(first)s).')
+    error_code = 'accel.lease.conflict'
+
+
+class LeaseLimitExceeded(Forbidden):
+    msg_fmt = ('Lease limit exceeded for %(what)s: limit %(limit)s, held '
+               'by the active leases of the project %(in_use)s, requested '
+               '%(requested)s ([leases] project_max_%(what)s).')
+    error_code = 'accel.lease.limit_exceeded'
 
 
 class LeaseNoDevices(Conflict):

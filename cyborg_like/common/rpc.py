@@ -430,7 +430,7 @@ def _checking_deadline(name, method):
             raise exception.RequestDeadlinePassed(
                 request_id=ctxt.request_id, late=late)
         # Writes of the call are refused at commit once it is late.
-        with deadlines.serving(ctxt):
+        with deadlines.serving(ctxt, name, kwargs):
             return method(ctxt, **kwargs)
     return checked
 

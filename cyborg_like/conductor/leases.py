@@ -13,13 +13,17 @@ one that stops half-way leaves the rest to the next run:
    sync (the devices become reserved inventory) and in the availability
    feed's change log;
 3. other projects' ARQs told of a window begun ``grace_seconds`` ago and
-   still bound to its devices are unbound (preempted) as at an end;
+   still bound to its devices are preempted: unbound as at an end when
+   standalone scheduling bound them; when Nova did, Nova is asked to
+   release them as ``[leases] preemption_action`` says (shelve, then
+   offload), never unbound behind its back (a running guest keeps a
+   device Nova has not released);
 4. windows ending within ``notice_seconds`` are noticed: the lessee's ARQs
    bound to the devices get ``lease_ends_at``, and the
    ``accelerator.lease.ending`` notification goes out;
 5. windows ended ``grace_seconds`` ago are closed: the lessee's ARQs still
-   bound to the devices are unbound (handles released by their agents,
-   Nova told as when a binding is failed), the hosts marked again;
+   bound to the devices are unbound (handles released by their agents;
+   those Nova bound are asked of Nova, as in 3), the hosts marked again;
 6. the horizon moves on (recurring leases get their next windows) and
    leases with no window left expire.
 
@@ -77,23 +81,33 @@ class Leases:
     def _opts(self):
         return self.conf.leases
 
-    def create(self, context, values):
+    def create(self, context, values, preempt=False):
+        """``preempt``: the API's policy let the caller take devices other
+        projects' workloads hold (cyborg:lease:preempt)."""
         values = dict(values)
         for key in ('start', 'end'):
             values[key] = _local(values[key], key)
         opts = self._opts
-        lease = leases.create(values, context.project_id, self.clock(),
-                              opts.horizon_days, opts.max_windows,
-                              opts.grace_seconds)
+        limits = {'devices': opts.project_max_devices,
+                  'device_hours': opts.project_max_device_hours}
+        try:
+            lease = leases.create(values, context.project_id, self.clock(),
+                                  opts.horizon_days, opts.max_windows,
+                                  opts.grace_seconds, preempt=preempt,
+                                  limits=limits)
+        except exception.LeaseConflict as error:
+            raise _as_seen_by(context, error) from None
         LOG.info('Lease %s of project %s created: %d device(s), first '
                  'window %s', lease['uuid'], lease['project_id'],
                  lease['count'], lease['window'])
         return lease
 
     def end(self, context, uuid, event, project_id):
-        lease, released, unbound = leases.end(uuid, event, self.clock(),
-                                              project_id)
+        lease, released, unbound, asked = leases.end(
+            uuid, event, self.clock(), project_id)
         self._unbound(context, released, unbound)
+        # Nova is asked by the next periodic run, not in this API call.
+        self._asked(asked, 'lease %s ended' % uuid)
         LOG.info('Lease %s %s (%d request(s) unbound)', uuid,
                  lease['state'], len(unbound))
         self._notify(context, ENDED, {'lease_uuid': uuid,
@@ -110,17 +124,23 @@ class Leases:
         for uuid, project, starts_at, ends_at in leases.open_due(now):
             LOG.info('Lease %s of project %s: window %s to %s opened', uuid,
                      project, starts_at, ends_at)
-        released, preempted = leases.preempt_due(now, opts.grace_seconds)
+        released, preempted, asked = leases.preempt_due(
+            now, opts.grace_seconds)
         self._release(context, released)
-        for uuid, instance_uuid, scheduled, lease in preempted:
+        for uuid, instance_uuid, _, lease in preempted:
             LOG.info('ARQ %s of instance %s unbound: its device is lent to '
                      'another project (lease %s)', uuid, instance_uuid,
                      lease)
-            self._tell_nova(uuid, instance_uuid, scheduled)
+        for uuid, instance_uuid, lease in asked:
+            self._asked([(uuid, instance_uuid)],
+                        'lent to another project (lease %s)' % lease)
         for notice in leases.notice_due(now, opts.notice_seconds):
             self._notice(context, notice)
-        released, unbound, closed = leases.close_due(now, opts.grace_seconds)
+        released, unbound, asked, closed = leases.close_due(
+            now, opts.grace_seconds)
         self._unbound(context, released, unbound)
+        self._asked(asked, 'its lease window ended')
+        self._ask_nova()
         for uuid in closed:
             LOG.info('Lease %s: window closed', uuid)
         leases.plan(now, opts.horizon_days, opts.max_windows,
@@ -154,6 +174,7 @@ class Leases:
             'project_id': warning['project_id'], 'starts_at': starts_at,
             'ends_at': warning['ends_at'].isoformat() + '+00:00',
             'grace_seconds': self._opts.grace_seconds,
+            'preemption_action': self._opts.preemption_action,
             'devices': warning['devices'],
             'arqs': [{'uuid': uuid, 'instance_uuid': instance,
                       'device_uuid': device}
@@ -161,20 +182,55 @@ class Leases:
 
     def _unbound(self, context, released, unbound):
         self._release(context, released)
-        for uuid, instance_uuid, scheduled in unbound:
+        # Bound by standalone scheduling: Nova has nothing to hear (those
+        # Nova bound were asked of Nova instead: _asked).
+        for uuid, instance_uuid, _ in unbound:
             LOG.info('ARQ %s of instance %s unbound: its lease ended', uuid,
                      instance_uuid)
-            self._tell_nova(uuid, instance_uuid, scheduled)
 
-    def _tell_nova(self, uuid, instance_uuid, scheduled):
-        if not scheduled:
-            # As when the liveness sweep fails a binding: the only event
-            # Nova has for accelerator requests.
-            self.nova.binding_ended(uuid, instance_uuid, succeeded=False)
+    def _asked(self, asked, why):
+        """Nova-bound ARQs whose device a lease needs back (marked once,
+        db/leases.py): said once, as the action chosen makes it."""
+        action = self._opts.preemption_action
+        for uuid, instance_uuid in asked:
+            if action == 'notify' or not self.nova.configured:
+                LOG.warning(
+                    'ARQ %s of instance %s keeps its device until Nova '
+                    'releases it (%s; [leases] preemption_action = %s%s)',
+                    uuid, instance_uuid, why, action,
+                    '' if self.nova.configured else
+                    ', [nova] has no auth_type')
+            else:
+                LOG.info('ARQ %s of instance %s: Nova is asked to shelve '
+                         'and offload the instance (%s)', uuid,
+                         instance_uuid, why)
+
+    def _ask_nova(self):
+        """Each run: the next shelve step of every instance still holding
+        a device a lease needs back, as its status says (idempotent: a
+        conductor that died half-way leaves nothing undone)."""
+        if self._opts.preemption_action != 'shelve_offload':
+            return
+        for instance_uuid in dict.fromkeys(
+                instance for _, instance in leases.awaiting_nova()):
+            step = self.nova.release_step(instance_uuid)
+            if step is not None:
+                LOG.info('Asked Nova to %s instance %s: a lease needs its '
+                         'device back', step, instance_uuid)
 
     def _notify(self, context, event, payload):
         if self.notifier is not None:
             self.notifier.info(context, event, payload)
+
+
+def _as_seen_by(context, error):
+    """A conflict as the caller may see it: the lessor (all_projects) the
+    lease or workload holding a device, a project only how many devices
+    were free (an error never names another project's objects)."""
+    if context_lib.project_scope(context) is None:
+        return error
+    return exception.LeaseNotFree(**{key: error.kwargs[key] for key in
+                                     ('free', 'wanted', 'first')})
 
 
 def _local(text, what):

@@ -26,6 +26,7 @@ from cyborg_like.conductor import rpcapi
 from cyborg_like.db import arqs
 from cyborg_like.db import attributes
 from cyborg_like.db import bitstreams
+from cyborg_like.db import changes
 from cyborg_like.db import deployables
 from cyborg_like.db import device_profiles
 from cyborg_like.db import devices
@@ -282,6 +283,12 @@ class ConductorManager:
             filters, limit, marker, sort_key, sort_dir,
             project_id=project_scope(context))
 
+    def list_changes(self, context, filters, limit, marker, sort_key,
+                     sort_dir):
+        return changes.list_changes(filters, limit, marker, sort_key,
+                                    sort_dir,
+                                    project_id=project_scope(context))
+
     def list_attributes(self, context, filters, limit, marker, sort_key,
                         sort_dir):
         return attributes.list_attributes(filters, limit, marker, sort_key,
@@ -346,16 +353,31 @@ class ConductorManager:
         profile = device_profiles.get(name=profile_name)
         wanted = {rc for group in profile['groups']
                   for rc in arqs.accelerators_in(group)}
-        limits = self.limits.for_project(context.project_id, wanted)
+        limits = self.limits.for_creation(context.project_id, wanted)
         return arqs.create(profile_name, context.project_id, group_id,
-                           limits, max_accelerators=max_accelerators)
+                           limits, max_accelerators=max_accelerators,
+                           own_limits=self.limits.local)
 
     def get_quota(self, context, project_id):
-        used = quotas.usage(project_id)
-        resources = set(used) | set(self.limits.known_resources())
-        return {'project_id': project_id,
-                'limits': self.limits.for_project(project_id, resources),
-                'usage': used}
+        return self._quota(project_id, quotas.usage(project_id))
+
+    def _quota(self, project_id, used):
+        resources = set(used) | self.limits.known_resources(project_id)
+        limits, sources = self.limits.with_sources(project_id, resources)
+        return {'project_id': project_id, 'limits': limits, 'usage': used,
+                'sources': sources}
+
+    # A project's own limits (1.23; the local driver's only).
+    def set_quota(self, context, project_id, limits):
+        """The quota with the usage as the limits took effect: creations
+        answered later may have committed before them."""
+        self.limits.check_local(project_id)
+        return self._quota(project_id,
+                           quotas.set_limits(project_id, limits))
+
+    def delete_quota(self, context, project_id):
+        self.limits.check_local(project_id)
+        quotas.delete_limits(project_id)
 
     def get_availability(self, context, group_by, since, known_cursor,
                          at=None):
@@ -364,8 +386,11 @@ class ConductorManager:
 
     # Device leases (1.16, docs/leases.md): the lessee sees its own, the
     # lessor (all_projects) every one.
-    def create_lease(self, context, values):
-        return self.leases.create(context, values)
+    def create_lease(self, context, values, preempt=False):
+        """``preempt`` (1.24): the API's policy let the caller take
+        devices other projects' workloads hold; an API too old to say is
+        refused them (the safe side)."""
+        return self.leases.create(context, values, preempt)
 
     def list_leases(self, context, filters, limit, marker, sort_key,
                     sort_dir):

@@ -1,10 +1,17 @@
-"""Telling Nova that an accelerator request's binding ended.
+"""Telling Nova that an accelerator request's binding ended, and asking
+it to release the accelerators of an instance a lease needs back.
 
 Nova waits for the ``accelerator-request-bound`` external event (tag = the
 ARQ uuid, status completed or failed) before it spawns the instance. The
 conductor sends it with its service credentials from [nova] whenever
 that group names an auth_type; keystoneauth retries transient failures as
 [nova] connect_retries / status_code_retries say.
+
+A running instance ignores that event, so a device a lease needs back
+from one is asked of Nova as a server action ([leases]
+preemption_action, conductor/leases.py): ``shelve``, then
+``shelveOffload`` once the server is SHELVED; Nova deletes the
+instance's accelerator requests as it offloads it.
 """
 
 from keystoneauth1 import exceptions as ks_exc
@@ -16,6 +23,11 @@ LOG = logging.getLogger(__name__)
 # The first compute API microversion that knows accelerator-request-bound.
 MICROVERSION = '2.82'
 EVENT = 'accelerator-request-bound'
+# The server action that moves an instance of each status towards
+# SHELVED_OFFLOADED (Nova's preconditions: shelve from ACTIVE, SHUTOFF,
+# PAUSED or SUSPENDED; shelveOffload from SHELVED).
+SHELVE_STEPS = {'ACTIVE': 'shelve', 'SHUTOFF': 'shelve', 'PAUSED': 'shelve',
+                'SUSPENDED': 'shelve', 'SHELVED': 'shelveOffload'}
 
 
 class NovaNotifier:
@@ -59,3 +71,35 @@ class NovaNotifier:
         LOG.info('Told Nova that ARQ %s of instance %s %s (event %s, '
                  'answered %s)', event['tag'], event['server_uuid'],
                  event['status'], EVENT, ', '.join(codes) or '-')
+
+    # A lease needs a device back (conductor/leases.py).
+    def release_step(self, instance_uuid):
+        """Ask Nova for the next step of shelving and offloading the
+        instance, as its status says: the step sent (``shelve``,
+        ``shelveOffload``), or None (nothing to ask now: offloaded or
+        gone, busy, or Nova unreachable: the next run asks again)."""
+        if self._adapter is None:
+            return None
+        try:
+            status = self._adapter.get(
+                '/servers/%s' % instance_uuid, microversion=MICROVERSION,
+                raise_exc=True).json()['server']['status']
+            action = SHELVE_STEPS.get(status)
+            if action is not None:
+                self._adapter.post(
+                    '/servers/%s/action' % instance_uuid,
+                    json={action: None}, microversion=MICROVERSION,
+                    raise_exc=True)
+            return action
+        except ks_exc.NotFound:
+            return None         # deleted: Nova deletes its requests too
+        except ks_exc.ClientException as e:
+            # 409: a task of the instance is under way (another
+            # conductor's step included); the next run looks again.
+            LOG.warning('Could not ask Nova to shelve and offload instance '
+                        '%s: %s', instance_uuid, e)
+            return None
+
+    @property
+    def configured(self):
+        return self._adapter is not None

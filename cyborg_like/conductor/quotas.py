@@ -1,9 +1,12 @@
-"""Per-project accelerator limits: local defaults or Keystone's unified
-limits (oslo.limit). Usage is counted in the database (db/quotas.py)."""
+"""Per-project accelerator limits: local ones (``[quota] default_limits``,
+which a project's own limits set through the API override) or Keystone's
+unified limits (oslo.limit). Usage is counted in the database
+(db/quotas.py)."""
 
 from oslo_log import log as logging
 
 from cyborg_like.common import exception
+from cyborg_like.db import quotas
 
 LOG = logging.getLogger(__name__)
 
@@ -34,12 +37,47 @@ class Limits:
             self._enforcer = limit.Enforcer(lambda project, names: {},
                                             cache=False)
 
+    @property
+    def local(self):
+        return self._enforcer is None
+
     def for_project(self, project_id, resources):
-        """{resource class: limit} for ``resources``; absent = unlimited."""
-        if self._enforcer is None:
-            return {rc: int(limit) for rc, limit
-                    in self.conf.quota.default_limits.items()
-                    if rc in resources}
+        """{resource class: limit} for ``resources``; absent or -1 =
+        unlimited."""
+        return self.with_sources(project_id, resources)[0]
+
+    def with_sources(self, project_id, resources):
+        """(limits, {resource class: where its limit comes from}):
+        ``project`` (its own, set through the API), ``default`` ([quota]
+        default_limits) or ``keystone``."""
+        if not self.local:
+            found = self._from_keystone(project_id, resources)
+            return found, dict.fromkeys(found, 'keystone')
+        own = {rc: limit for rc, limit in quotas.own_limits(project_id)
+               .items() if rc in resources}
+        found = dict(self.defaults(resources), **own)
+        return found, {rc: 'project' if rc in own else 'default'
+                       for rc in found}
+
+    def for_creation(self, project_id, resources):
+        """The ``limits`` of db/arqs.create: Keystone's, or the local
+        defaults, which the project's own limits override there, read in
+        the transaction that counts the usage (``own_limits``)."""
+        if self.local:
+            return self.defaults(resources)
+        return self._from_keystone(project_id, resources)
+
+    def defaults(self, resources):
+        return {rc: int(limit) for rc, limit
+                in self.conf.quota.default_limits.items()
+                if rc in resources}
+
+    def check_local(self, project_id):
+        """Limits are set here only with the local driver."""
+        if not self.local:
+            raise exception.QuotaLimitsInKeystone(project=project_id)
+
+    def _from_keystone(self, project_id, resources):
         from keystoneauth1 import exceptions as ksa_exceptions
         from openstack import exceptions as sdk_exceptions
         try:
@@ -52,5 +90,9 @@ class Limits:
             raise exception.LimitsUnavailable(reason=error) from error
         return {name[len(PREFIX):]: limit for name, limit in found}
 
-    def known_resources(self):
-        return sorted(self.conf.quota.default_limits)
+    def known_resources(self, project_id):
+        """The classes a project's quota shows beside those it uses."""
+        known = set(self.conf.quota.default_limits)
+        if self.local:
+            known.update(quotas.own_limits(project_id))
+        return known

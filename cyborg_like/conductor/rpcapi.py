@@ -48,6 +48,14 @@ History (bump the minor version for every compatible change, and note it):
 * 1.21 - conductors take regular heartbeats off the heartbeat stream too
          (common/heartbeat_stream.py); an agent capped below it calls (or
          casts) them
+* 1.22 - list_changes (the change log: who changed what, under which
+         request id; db/changes.py)
+* 1.23 - set_quota, delete_quota (a project's own limits, local driver;
+         never sent to older conductors: 409 until they are upgraded)
+* 1.24 - create_lease takes preempt (the API's policy decision that the
+         lease may take devices other projects' workloads hold); never
+         sent to older conductors, which preempt always: a lease that may
+         not preempt is refused (409) until they are upgraded
 """
 
 import oslo_messaging as messaging
@@ -64,10 +72,11 @@ READS = frozenset((
     'get_deployable', 'get_device', 'get_device_health',
     'get_device_profile', 'get_host', 'get_lease', 'get_operation',
     'get_quota', 'get_rollout', 'list_arqs', 'list_attributes',
-    'list_bitstreams', 'list_deployables', 'list_device_profiles',
-    'list_devices', 'list_hosts', 'list_leases', 'list_operations',
-    'list_rollout_targets', 'list_rollouts', 'read_model_snapshot'))
-RPC_API_VERSION = '1.21'
+    'list_bitstreams', 'list_changes', 'list_deployables',
+    'list_device_profiles', 'list_devices', 'list_hosts', 'list_leases',
+    'list_operations', 'list_rollout_targets', 'list_rollouts',
+    'read_model_snapshot'))
+RPC_API_VERSION = '1.24'
 
 
 class ConductorAPI:
@@ -277,6 +286,13 @@ class ConductorAPI:
                           filters=filters, limit=limit, marker=marker,
                           sort_key=sort_key, sort_dir=sort_dir)
 
+    def list_changes(self, context, filters, limit, marker, sort_key,
+                     sort_dir):
+        self._require('1.22', 'keep a change log')
+        return self._call(context, 'list_changes', version='1.22',
+                          filters=filters, limit=limit, marker=marker,
+                          sort_key=sort_key, sort_dir=sort_dir)
+
     def list_attributes(self, context, filters, limit, marker, sort_key,
                         sort_dir):
         return self._call(context, 'list_attributes', version='1.2',
@@ -302,6 +318,17 @@ class ConductorAPI:
         return self._call(context, 'get_quota', version='1.4',
                           project_id=project_id)
 
+    # A project's own limits (1.23).
+    def set_quota(self, context, project_id, limits):
+        self._require('1.23', "set projects' limits")
+        return self._call(context, 'set_quota', version='1.23',
+                          project_id=project_id, limits=limits)
+
+    def delete_quota(self, context, project_id):
+        self._require('1.23', "set projects' limits")
+        return self._call(context, 'delete_quota', version='1.23',
+                          project_id=project_id)
+
     def get_availability(self, context, group_by, since, known_cursor,
                          at=None):
         kwargs = {'group_by': group_by, 'since': since,
@@ -320,10 +347,18 @@ class ConductorAPI:
                 'The conductors cannot %s until they are upgraded '
                 '([upgrade_levels] conductor).' % what)
 
-    def create_lease(self, context, values):
+    def create_lease(self, context, values, preempt=False):
+        """``preempt``: the API's policy decision (1.24). An older
+        conductor preempts whatever it is told, so a lease that may not
+        preempt is not sent to it."""
         self._require('1.16', 'lease devices')
-        return self._call(context, 'create_lease', version='1.16',
-                          values=values)
+        if not preempt:
+            self._require('1.24', 'lease devices without preempting other '
+                          "projects' workloads")
+        version, kwargs = self._newer('1.16', {'values': values}, '1.24',
+                                      preempt=preempt)
+        return self._call(context, 'create_lease', version=version,
+                          **kwargs)
 
     def list_leases(self, context, filters, limit, marker, sort_key,
                     sort_dir):

@@ -17,6 +17,7 @@ from cyborg_like.conductor import read_model
 from cyborg_like.conductor import rpcapi
 from cyborg_like.conductor import workqueue
 from cyborg_like.db import availability
+from cyborg_like.db import changes
 from cyborg_like.db import conductors
 from cyborg_like.db import generations
 
@@ -74,6 +75,7 @@ class ConductorService:
 
     def _prune(self):
         availability.prune(self.conf.conductor.availability_changes_retention)
+        changes.prune(self.conf.conductor.change_log_retention)
 
     def start(self):
         # Alive before accepting work, so no sweep takes ours for orphaned.

@@ -73,6 +73,12 @@ opts = [
                help='Seconds the availability feed keeps the hosts whose '
                     'offer changed: a poller whose cursor is older is told '
                     'to read the whole feed again (410).'),
+    cfg.IntOpt('change_log_retention',
+               default=90 * 86400, min=3600,
+               help='Seconds the change log keeps its records (who changed '
+                    'what, under which request id: GET /v2/changes). A '
+                    'client answered 503 for a write finds its outcome '
+                    'there by request id while the record is kept.'),
     cfg.IntOpt('agent_timeout',
                default=600, min=1,
                help='Seconds the conductor waits for an agent to prepare '

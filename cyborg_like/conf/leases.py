@@ -43,6 +43,56 @@ opts = [
                     "start other projects' accelerator requests still "
                     'bound to the devices (bound before the window) are '
                     'unbound the same way: the lease preempts them.'),
+    cfg.IntOpt('project_max_devices',
+               default=-1, min=-1,
+               help="The most devices one project's active leases may "
+                    'hold, added up over its leases (a lease of 2 devices '
+                    'and one of 3: 5). A lease that would go beyond it is '
+                    'refused (403 accel.lease.limit_exceeded); a lease '
+                    'counts until it expires, is given back or is '
+                    'revoked. The same for every project; -1: no limit.'),
+    cfg.IntOpt('project_max_device_hours',
+               default=-1, min=-1,
+               help="The most device-hours one project's active leases "
+                    'may hold between now and the lease horizon '
+                    '([leases] horizon_days): the hours of each window '
+                    'in that span times the devices of its lease. A lease '
+                    'that would go beyond it is refused (403 '
+                    'accel.lease.limit_exceeded). The same for every '
+                    'project; -1: no limit.'),
+    cfg.StrOpt('preemption_action',
+               default='shelve_offload',
+               choices=[
+                   ('shelve_offload',
+                    'Nova is asked (with the [nova] service credentials) '
+                    'to shelve the instance, then to offload it once '
+                    'shelved (at once where Nova offloads shelved '
+                    'instances itself: shelved_offload_time = 0). The '
+                    'guest is stopped and leaves its host; Nova deletes '
+                    'its accelerator requests as it offloads it, which '
+                    'frees the device. The instance is SHELVED_OFFLOADED; '
+                    'its owner unshelves it later (Nova then asks for '
+                    'new accelerators of the same device profile).'),
+                   ('notify',
+                    'Nova is asked nothing: the holders got the '
+                    'accelerator.lease.starting (or .ending) notification '
+                    'and the lease_starts_at (lease_ends_at) field, and '
+                    'the instance keeps running with the device. The '
+                    'lease waits until Nova releases it (the instance '
+                    'deleted, shelved, resized or its requests unbound '
+                    'by Nova).')],
+               help='What happens to an instance bound through Nova to a '
+                    'device a lease needs back: another project\'s '
+                    'instance at a window\'s start plus grace_seconds (a '
+                    'preemption, which only cyborg:lease:preempt allows), '
+                    'or the lessee\'s at its window\'s end plus '
+                    'grace_seconds and at a give-back or revocation. The '
+                    'device is never taken from a running guest behind '
+                    'Nova\'s back: it goes to the lessee (or back to the '
+                    'owner) only once Nova released the request. '
+                    'Requests bound by standalone scheduling (no Nova) '
+                    'are unbound. Without [nova] auth_type Nova cannot be '
+                    'asked and the instance keeps the device.'),
     cfg.IntOpt('check_interval',
                default=30, min=1,
                help='Seconds between runs of the lease periodic of each '

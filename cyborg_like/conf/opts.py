@@ -7,6 +7,7 @@ etc/cyborg_like/cyborg_like-config-generator.conf.
 
 from cyborg_like.conf import agent
 from cyborg_like.conf import api
+from cyborg_like.conf import audit
 from cyborg_like.conf import catalog
 from cyborg_like.conf import conductor
 from cyborg_like.conf import database
@@ -29,7 +30,7 @@ from cyborg_like.conf import xilinx_fpga
 MODULES = (default, api, conductor, agent, fake_driver, nvidia_gpu,
            pci_driver, intel_fpga, xilinx_fpga,
            upgrade_levels, nova, placement, quota, catalog, glance,
-           health, metrics, leases, rollouts)
+           health, metrics, leases, rollouts, audit)
 
 
 def list_opts():

@@ -7,8 +7,10 @@ GROUP = 'quota'
 opts = [
     cfg.StrOpt('driver',
                default='local',
-               choices=[('local', 'Limits from [quota] default_limits, the '
-                                  'same for every project.'),
+               choices=[('local', 'Limits from [quota] default_limits, '
+                                  'which a project\'s own limits (set by '
+                                  'an admin: PUT /v2/quotas/<project>, '
+                                  '"cyborg-like quota set") override.'),
                         ('unified_limits', 'Limits from Keystone (registered '
                                            'and per-project limits named '
                                            '"class:<RESOURCE CLASS>") '
@@ -22,8 +24,10 @@ opts = [
                 default={},
                 help='With the local driver: the most accelerators of each '
                      'resource class a project may request, e.g. '
-                     '"FPGA:8,PGPU:4,CUSTOM_MIG_1G_10GB:14". A resource class '
-                     'not listed is unlimited.'),
+                     '"FPGA:8,PGPU:4,CUSTOM_MIG_1G_10GB:14", unless the '
+                     'project has a limit of its own for that class (PUT '
+                     '/v2/quotas/<project>). A resource class not listed is '
+                     'unlimited.'),
 ]
 
 

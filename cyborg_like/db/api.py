@@ -21,6 +21,7 @@ from cyborg_like.common import exception
 from cyborg_like.conf import CONF
 from cyborg_like.conf import database as database_conf
 from cyborg_like.conf import opts
+from cyborg_like.db import changes
 from cyborg_like.db import generations
 
 LOG = logging.getLogger(__name__)
@@ -60,6 +61,7 @@ def _facade():
             facade.configure(sqlite_fk=True)
             engine = _first_engine(facade)
             generations.track(engine)
+            changes.track(engine)
             if engine.dialect.name == 'sqlite':
                 _serialize_sqlite_writers(engine)
             else:
@@ -107,19 +109,23 @@ def reader():
 def writer():
     _LOCAL.writing = True
     generations.begin()
+    changes.begin()
     bumped, committed = None, False
     try:
-        with _errors_mapped(), \
+        with changes.committing(), _errors_mapped(), \
                 _facade().writer.using(_Scope()) as session:
             yield session
             # A late RPC call's write is rolled back, not committed.
             deadlines.check()
+            # Logged in the same transaction: exactly when it is done.
+            changes.record(session)
             # The read model's generations of what this wrote: last.
             bumped = generations.bump(session)
         committed = True
         deadlines.committed()
     finally:
         _LOCAL.writing = False
+        changes.end()
         generations.end(committed, bumped)
 
 

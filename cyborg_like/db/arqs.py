@@ -38,11 +38,12 @@ HANDLE = models.AttachHandle
 
 @api.retry_on_deadlock
 def create(profile_name, project_id, group_id=None, limits=None,
-           max_accelerators=None):
+           max_accelerators=None, own_limits=False):
     """One ARQ per requested accelerator of each group of the profile
     (of group ``group_id`` only, when given), counted against the
-    project's ``limits`` ({resource class: n}); none when there would be
-    more than ``max_accelerators``."""
+    project's ``limits`` ({resource class: n}; with ``own_limits``, the
+    project's own limits override them: quotas.reserve); none when there
+    would be more than ``max_accelerators``."""
     with api.writer() as session:
         profile = device_profiles._get(session, None, profile_name)
         groups = device_profiles.groups_of(profile)
@@ -64,7 +65,7 @@ def create(profile_name, project_id, group_id=None, limits=None,
                 created.append(arq)
         if project_id is not None:
             quotas.reserve(session, project_id, _counts(created),
-                           limits or {})
+                           limits or {}, own_limits)
         session.flush()
         return [_to_dict(arq, profile.name, None) for arq in created]
 
@@ -267,10 +268,10 @@ def _check_not_leased(session, deployable, project_id):
     lease = leases.leased_to_other(session, deployable.device_id,
                                    project_id, hosts.utcnow())
     if lease is not None:
+        # The ARQ's owner reads the reason: the lease is not named.
         raise exception.BindFailed(
-            reason='Device %s is leased to another project until %s '
-                   '(lease %s).' % (deployable.device.uuid,
-                                    api.isotime(lease.ends_at), lease.uuid))
+            reason='Device %s is leased to another project until %s.' % (
+                deployable.device.uuid, api.isotime(lease.ends_at)))
 
 
 def unmet_by(deployable_uuid, attributes, group):
@@ -406,7 +407,8 @@ def unbind_rows(session, arqs, reason=None):
                  state_reason=reason, hostname=None, device_rp_uuid=None,
                  instance_uuid=None, bind_attempt=None,
                  attach_handle_id=None, deployable_id=None,
-                 lease_ends_at=None, lease_starts_at=None):
+                 lease_ends_at=None, lease_starts_at=None,
+                 release_asked_at=None):
             released += [dict(job, **whose)
                          for job in _free(session, held)]
     return released

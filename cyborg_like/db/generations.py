@@ -33,6 +33,12 @@ def track(engine):
     sa.event.listen(engine, 'before_cursor_execute', _seen)
 
 
+def written_table(statement):
+    """The table an INSERT, UPDATE or DELETE statement writes, or None."""
+    match = _WRITE.match(statement)
+    return match.group(2).lower() if match else None
+
+
 def _seen(conn, cursor, statement, parameters, context, executemany):
     stack = getattr(_LOCAL, 'stack', None)
     if not stack:

@@ -6,9 +6,11 @@ with traits, chosen at creation. Its windows (common/recurrence.py) are
 written to ``lease_windows`` in UTC up to ``[leases] horizon_days`` ahead
 (``planned_until``), and further as time passes (``plan``). Creation
 locks the candidate devices' rows, so two conductors creating leases of
-the same devices take turns, and refuses (409, naming the lease) windows
-overlapping another active lease's windows of a device, grace included:
-no device is ever lent twice at once.
+the same devices take turns, and refuses (409) windows overlapping
+another active lease's windows of a device, grace included: no device is
+ever lent twice at once. It also refuses devices another project's
+workload holds, unless the caller may preempt (``cyborg:lease:preempt``),
+and keeps each project within its lease limits (lease_limits.py).
 
 Binding reads the windows' times (``leased_to_other``): inside a window
 only the lessee's ARQs bind to the devices, whatever the periodic has
@@ -22,8 +24,10 @@ database says.
 Other projects' bindings made before a window are preempted
 (``warn_due``, ``preempt_due``): their ARQs get ``lease_starts_at``
 ``[leases] notice_seconds`` before the window starts and are unbound
-``grace_seconds`` after it. The ARQ's field is the record of its notice,
-so these too resume from the database.
+``grace_seconds`` after it; those Nova bound to an instance are never
+unbound here but marked (``release_asked_at``) for the conductor to ask
+Nova to release them. The ARQs' fields are the records of the notice
+and of the ask, so these too resume from the database.
 """
 
 import datetime
@@ -38,6 +42,7 @@ from cyborg_like.common import states
 from cyborg_like.db import api
 from cyborg_like.db import arqs
 from cyborg_like.db import availability
+from cyborg_like.db import lease_limits
 from cyborg_like.db import models
 from cyborg_like.db import placement_sync
 
@@ -58,10 +63,13 @@ def _seconds(value):
 # Creation.
 
 @api.retry_on_deadlock
-def create(values, project_id, now, horizon_days, max_windows, grace):
+def create(values, project_id, now, horizon_days, max_windows, grace,
+           preempt=False, limits=None):
     """A new lease for ``project_id`` from the API's ``values`` (start and
     end as naive local times of ``timezone``); 409 when its windows
-    cannot be guaranteed."""
+    cannot be guaranteed, or when a device is held by another project's
+    workload (bound requests) and ``preempt`` is False; 403 beyond
+    ``limits`` ({'devices': n, 'device_hours': n}, lease_limits.py)."""
     start, end = values['start'], values['end']
     rule, zone = values.get('recurrence'), values['timezone']
     recurrence.check(start, end, zone, rule)
@@ -74,10 +82,18 @@ def create(values, project_id, now, horizon_days, max_windows, grace):
             '(%d days ahead, [leases] horizon_days).' % horizon_days)
     of_class = None if values.get('devices') else _of_class(
         values['resource_class'])
+    lease_limits.ensure(project_id, limits)
     with api.writer() as session:
+        # The project's lock first (before any plain read: see
+        # _candidates), then the devices', in that order for everyone.
+        lease_limits.lock(session, project_id, limits)
         candidates = _candidates(session, values, of_class)
+        holders = {} if preempt else _workloads_of_others(
+            session, [d.id for d in candidates], project_id)
         devices = _choose(session, candidates, windows, values, horizon,
-                          max_windows, _seconds(grace))
+                          max_windows, _seconds(grace), holders)
+        lease_limits.check(session, project_id, limits, len(devices),
+                           windows, now, horizon)
         lease = LEASE(
             uuid=uuidutils.generate_uuid(), name=values.get('name'),
             project_id=project_id, state=states.LEASE_ACTIVE,
@@ -154,9 +170,11 @@ def _of_class(resource_class):
 
 
 def _choose(session, candidates, windows, values, horizon, max_windows,
-            grace):
+            grace, holders):
     """The devices the new lease gets: every named one, or the first
-    ``count`` free for all its windows."""
+    ``count`` free for all its windows: held by no other lease then, nor
+    by another project's workload of ``holders`` ({device id: ARQ row}).
+    """
     ids = [d.id for d in candidates]
     _plan_leases_of(session, ids, horizon, max_windows, grace)
     taken = _taken(session, ids, windows[0][0] - grace,
@@ -164,33 +182,61 @@ def _choose(session, candidates, windows, values, horizon, max_windows,
     conflicts = {}
     for device in candidates:
         clash = _clash(taken.get(device.id, []), windows, grace)
-        if clash is not None:
-            conflicts[device.id] = (device, clash)
-    if values.get('devices'):
-        if conflicts:
-            device, clash = next(iter(conflicts.values()))
-            raise _conflict(device, clash)
-        return candidates
+        if clash is not None or device.id in holders:
+            conflicts[device.id] = (device, clash, holders.get(device.id))
     free = [d for d in candidates if d.id not in conflicts]
-    count = values['count']
-    if len(free) >= count:
-        return free[:count]
+    wanted = len(candidates) if values.get('devices') else values['count']
+    if len(free) >= wanted:
+        return free[:wanted]
     if conflicts:
-        device, clash = next(iter(conflicts.values()))
-        raise _conflict(device, clash)
+        raise _conflict(next(iter(conflicts.values())), len(free), wanted,
+                        windows[0][0])
     raise exception.LeaseNoDevices(
-        found=len(candidates), count=count,
+        found=len(candidates), count=wanted,
         what='resource class %s%s' % (
             values['resource_class'], ''.join(
                 ', %s %s' % (k, v) for k, v in sorted(
                     values.get('traits', {}).items()))))
 
 
-def _conflict(device, clash):
+def _conflict(conflict, free, wanted, first):
+    """The lessor's 409, naming what holds a device; it also carries the
+    counts a project is answered instead (LeaseNotFree)."""
+    device, clash, holder = conflict
+    counts = {'free': free, 'wanted': wanted, 'first': api.isotime(first)}
+    if clash is None:
+        return exception.LeaseDeviceHeld(
+            arq=holder.uuid, project=holder.project_id,
+            instance=holder.instance_uuid, device=device.uuid, **counts)
     uuid, starts_at, ends_at = clash
     return exception.LeaseConflict(
         lease=uuid, device=device.uuid, starts_at=api.isotime(starts_at),
-        ends_at=api.isotime(ends_at))
+        ends_at=api.isotime(ends_at), **counts)
+
+
+def _workloads_of_others(session, device_ids, project_id):
+    """{device id: an ARQ of a project other than ``project_id`` holding
+    it}: bound (a handle of the device) or being bound to one of its
+    deployables (BindStarted by Nova, no handle yet). One query."""
+    if not device_ids:
+        return {}
+    rows = session.execute(
+        sa.select(DEP.device_id, ARQ.uuid, ARQ.project_id,
+                  ARQ.instance_uuid)
+        .select_from(ARQ)
+        .outerjoin(HANDLE, HANDLE.id == ARQ.attach_handle_id)
+        .join(DEP, sa.or_(DEP.id == HANDLE.deployable_id,
+                          sa.and_(ARQ.attach_handle_id.is_(None),
+                                  DEP.rp_uuid == ARQ.device_rp_uuid)))
+        .where(DEP.device_id.in_(device_ids),
+               ARQ.state.in_(states.HOLDING),
+               sa.or_(ARQ.project_id.is_(None),
+                      ARQ.project_id != project_id))
+        .order_by(ARQ.id)).all()
+    held = {}
+    for row in rows:
+        held.setdefault(row.device_id, row)
+    return held
 
 
 def _taken(session, device_ids, after, before):
@@ -430,8 +476,10 @@ def _view(lease, devices, window):
 def end(uuid, event, now, project_id=None):
     """``give_back`` (the lessee) or ``revoke`` (the lessor): the lease
     ends now, its windows are cancelled, and the lessee's ARQs bound to
-    its devices in a window begun are unbound. Returns (the lease, release
-    jobs, [(arq uuid, instance uuid)] unbound)."""
+    its devices in a window begun are unbound (those Nova bound: marked
+    for Nova to release). Returns (the lease, release jobs, [(arq uuid,
+    instance uuid, scheduled)] unbound, [(arq uuid, instance uuid)] to ask
+    Nova about)."""
     reason = {states.GIVE_BACK: 'The lease lending its device was given '
                                 'back.',
               states.REVOKE: 'The lease lending its device was revoked by '
@@ -451,38 +499,46 @@ def end(uuid, event, now, project_id=None):
             .values(state=states.LEASE_WINDOW.target(states.CANCEL))
             .execution_options(synchronize_session=False))
         devices = _devices_of(session, [lease.id]).get(lease.id, [])
-        released, unbound = [], []
+        released, unbound, asked = [], [], []
         if begun:
-            released, unbound = _unbind_lessee(
+            released, unbound, asked = _unbind_lessee(
                 session, {lease.project_id: [d.id for d in devices]},
-                reason)
+                reason, now)
         placement_sync.mark_dirty(session, [d.hostname for d in devices])
         session.flush()
         session.refresh(lease)
-        return _views(session, [lease], now)[0], released, unbound
+        return _views(session, [lease], now)[0], released, unbound, asked
 
 
-def _withdraw_notices(session, lease_id):
-    """The windows of this lease will not come: the notices given to
-    other projects' ARQs on its devices are withdrawn."""
+def _withdraw_notices(session, lease_id, starts=None):
+    """The windows of this lease will not come (or, ``starts`` given,
+    those starting then are over): the notices given to other projects'
+    ARQs on its devices are withdrawn, and so is the ask to Nova to
+    release those Nova bound (a guest is not shelved for a window that
+    no longer needs its device)."""
     handles = (sa.select(HANDLE.id)
                .join(DEP, DEP.id == HANDLE.deployable_id)
                .join(LDEV, LDEV.device_id == DEP.device_id)
                .where(LDEV.lease_id == lease_id))
-    starts = sa.select(WINDOW.starts_at).where(
-        WINDOW.lease_id == lease_id, WINDOW.state.in_(LIVE_WINDOWS))
+    if starts is None:
+        starts = sa.select(WINDOW.starts_at).where(
+            WINDOW.lease_id == lease_id, WINDOW.state.in_(LIVE_WINDOWS))
     session.execute(
         sa.update(ARQ).where(ARQ.attach_handle_id.in_(handles),
                              ARQ.lease_starts_at.in_(starts))
-        .values(lease_starts_at=None)
+        .values(lease_starts_at=None, release_asked_at=None)
         .execution_options(synchronize_session=False))
 
 
-def _unbind_lessee(session, by_project, reason):
-    """Unbind the ARQs of each project holding a handle of its devices."""
+def _unbind_lessee(session, by_project, reason, now):
+    """Unbind the ARQs of each project holding a handle of its devices;
+    those Nova bound are marked for Nova to release instead
+    (``_by_binder``). Returns (release jobs, [(arq uuid, instance uuid,
+    scheduled)] unbound, [(arq uuid, instance uuid)] newly to ask Nova
+    about)."""
     pairs = [(p, d) for p, ids in by_project.items() for d in ids]
     if not pairs:
-        return [], []
+        return [], [], []
     rows = session.execute(
         sa.select(ARQ, DEP.device_id)
         .join(HANDLE, HANDLE.id == ARQ.attach_handle_id)
@@ -492,10 +548,12 @@ def _unbind_lessee(session, by_project, reason):
                ARQ.state.in_(states.HOLDING))
         .order_by(ARQ.id).with_for_update(of=ARQ)).all()
     wanted = set(pairs)
-    held = [arq for arq, device_id in rows
-            if (arq.project_id, device_id) in wanted]
-    unbound = [(arq.uuid, arq.instance_uuid, arq.scheduled) for arq in held]
-    return arqs.unbind_rows(session, held, reason), unbound
+    ours, nova_bound = _by_binder([arq for arq, device_id in rows
+                                   if (arq.project_id, device_id) in wanted])
+    unbound = [(arq.uuid, arq.instance_uuid, arq.scheduled) for arq in ours]
+    asked = [(arq.uuid, arq.instance_uuid)
+             for arq in _ask_release(session, nova_bound, now)]
+    return arqs.unbind_rows(session, ours, reason), unbound, asked
 
 
 # The boundaries of windows, as the lease periodic finds them passed.
@@ -567,23 +625,26 @@ def _held_by(session, pairs):
 def close_due(now, grace):
     """Windows ended ``grace`` seconds ago: close them, unbinding the
     lessee's ARQs still bound to the devices (their devices go back to
-    the owner). Returns (release jobs, [(arq uuid, instance uuid,
-    scheduled)] unbound, lease uuids closed)."""
+    the owner; those Nova bound are marked for Nova to release). Returns
+    (release jobs, [(arq uuid, instance uuid, scheduled)] unbound,
+    [(arq uuid, instance uuid)] to ask Nova about, lease uuids closed)."""
     with api.writer() as session:
         rows = _due(session, states.CLOSE,
                     WINDOW.ends_at <= now - _seconds(grace))
         closed = _apply(session, rows, states.CLOSE)
+        for row in closed:
+            _withdraw_notices(session, row.lease_id, [row.starts_at])
         devices = _devices_of(session, [r.lease_id for r in closed])
         by_project = {}
         for row in closed:
             if row.starts_at <= now:
                 by_project.setdefault(row.project_id, set()).update(
                     d.id for d in devices.get(row.lease_id, []))
-        released, unbound = _unbind_lessee(
+        released, unbound, asked = _unbind_lessee(
             session, {p: sorted(ids) for p, ids in by_project.items()},
-            'The lease window lending its device ended.')
+            'The lease window lending its device ended.', now)
         _mark(session, [r.lease_id for r in closed])
-        return released, unbound, sorted({r.uuid for r in closed})
+        return released, unbound, asked, sorted({r.uuid for r in closed})
 
 
 # Preemption: other projects' bindings on the devices of a window to come.
@@ -657,10 +718,14 @@ def warn_due(now, notice):
 
 @api.retry_on_deadlock
 def preempt_due(now, grace):
-    """Windows begun ``grace`` seconds ago and not ended: unbind the ARQs
-    of other projects told of them (``warn_due``) still holding their
-    devices, bound before the window. Returns (release jobs, [(arq uuid,
-    instance uuid, scheduled, lease uuid)] unbound)."""
+    """Windows begun ``grace`` seconds ago and not ended: take back the
+    devices of ARQs of other projects told of them (``warn_due``) still
+    holding them, bound before the window. Bound by standalone
+    scheduling: unbound. Bound through Nova: Nova is to be asked to
+    release them (``release_asked_at``; never unbound behind its back).
+    Returns (release jobs, [(arq uuid, instance uuid, scheduled, lease
+    uuid)] unbound, [(arq uuid, instance uuid, lease uuid)] newly to ask
+    Nova about)."""
     with api.writer() as session:
         rows = _others_holding(
             session, WINDOW.starts_at <= now - _seconds(grace),
@@ -670,12 +735,54 @@ def preempt_due(now, grace):
             if row.ExtARQ.id not in leases_of:
                 leases_of[row.ExtARQ.id] = row.lease_uuid
                 held.append(row.ExtARQ)
+        ours, nova_bound = _by_binder(held)
         unbound = [(arq.uuid, arq.instance_uuid, arq.scheduled,
-                    leases_of[arq.id]) for arq in held]
+                    leases_of[arq.id]) for arq in ours]
         released = arqs.unbind_rows(
-            session, held, 'A lease window lending its device to another '
+            session, ours, 'A lease window lending its device to another '
             'project began.')
-        return released, unbound
+        asked = [(arq.uuid, arq.instance_uuid, leases_of[arq.id])
+                 for arq in _ask_release(session, nova_bound, now)]
+        return released, unbound, asked
+
+
+def _by_binder(held):
+    """(ARQs bound by standalone scheduling or to no instance, ARQs Nova
+    bound to an instance): a device the latter hold is given back by
+    Nova, never taken from the guest behind its back."""
+    nova_bound = [arq for arq in held
+                  if not arq.scheduled and arq.instance_uuid]
+    return [arq for arq in held if arq not in nova_bound], nova_bound
+
+
+def _ask_release(session, held, now):
+    """Mark these Nova-bound ARQs as to be released by Nova; those this
+    call marked (another conductor may have marked some first): each is
+    announced once."""
+    marked = []
+    for arq in held:
+        if session.execute(
+                sa.update(ARQ).where(ARQ.id == arq.id,
+                                     ARQ.release_asked_at.is_(None))
+                .values(release_asked_at=now)
+                .execution_options(synchronize_session=False)
+        ).rowcount == 1:
+            marked.append(arq)
+    return marked
+
+
+def awaiting_nova():
+    """[(arq uuid, instance uuid)] of the Nova-bound ARQs whose device a
+    lease needs back and that still hold it: the conductor asks Nova
+    again, as ``[leases] preemption_action`` says, until Nova released
+    them (an unbind or a delete by Nova clears the mark)."""
+    with api.reader() as session:
+        return [tuple(row) for row in session.execute(
+            sa.select(ARQ.uuid, ARQ.instance_uuid)
+            .where(ARQ.release_asked_at.is_not(None),
+                   ARQ.state.in_(states.HOLDING),
+                   ARQ.instance_uuid.is_not(None))
+            .order_by(ARQ.id))]
 
 
 def _due(session, event, *conditions):

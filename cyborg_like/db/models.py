@@ -294,6 +294,12 @@ class ExtARQ(TimestampMixin, Base):
     # undone [leases] grace_seconds after it.
     lease_starts_at: orm.Mapped[datetime.datetime | None] = (
         orm.mapped_column(sa.DateTime))
+    # When a lease first needed the device of this Nova-bound request back
+    # (a preemption, or the end of the lessee's window): Nova is asked to
+    # release it ([leases] preemption_action) instead of the binding being
+    # undone behind its back (db/leases.py, conductor/leases.py).
+    release_asked_at: orm.Mapped[datetime.datetime | None] = (
+        orm.mapped_column(sa.DateTime))
 
 
 class Lease(TimestampMixin, Base):
@@ -367,6 +373,17 @@ class LeaseWindow(Base):
         sa.DateTime)
     ends_at: orm.Mapped[datetime.datetime] = orm.mapped_column(sa.DateTime)
     state: orm.Mapped[str] = orm.mapped_column(sa.String(16))
+
+
+class LeaseProject(Base):
+    """A project that leased devices: the row its lease creations lock in
+    turn, so that its lease limits hold across conductors
+    (db/lease_limits.py)."""
+
+    __tablename__ = 'lease_projects'
+    id: orm.Mapped[int] = orm.mapped_column(primary_key=True)
+    project_id: orm.Mapped[str] = orm.mapped_column(
+        sa.String(255), unique=True)
 
 
 class Operation(TimestampMixin, Base):
@@ -595,3 +612,44 @@ class RolloutTarget(Base):
     # by its conductor's death and it was begun again (db/rollouts.py).
     attempts: orm.Mapped[int] = orm.mapped_column(default=0,
                                                   server_default='0')
+
+
+class Change(Base):
+    """One RPC call's committed write: who asked, under which request id,
+    what it changed (db/changes.py). Written in the transaction that
+    commits the write, so a change is recorded exactly when it was made."""
+
+    __tablename__ = 'changes'
+    __table_args__ = (
+        sa.Index('changes_request_id_idx', 'request_id'),
+        sa.Index('changes_created_at_idx', 'created_at'),
+        sa.UniqueConstraint('uuid', name='uniq_changes0uuid'),
+    )
+    id: orm.Mapped[int] = orm.mapped_column(primary_key=True)
+    uuid: orm.Mapped[str] = orm.mapped_column(sa.String(36))
+    request_id: orm.Mapped[str] = orm.mapped_column(sa.String(64))
+    method: orm.Mapped[str] = orm.mapped_column(sa.String(64))
+    user_id: orm.Mapped[str | None] = orm.mapped_column(sa.String(64))
+    project_id: orm.Mapped[str | None] = orm.mapped_column(sa.String(64))
+    # The tables its transactions wrote, comma-separated, and its target:
+    # the ids the call named and the uuids of the rows it created.
+    written: orm.Mapped[str] = orm.mapped_column(sa.String(1024))
+    target: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
+    created_at: orm.Mapped[datetime.datetime] = orm.mapped_column(
+        sa.DateTime, default=_utcnow)
+
+
+class QuotaLimit(Base):
+    """A project's own limit of one resource class, set through the API
+    (PUT /v2/quotas/{project_id}); it overrides [quota] default_limits.
+    -1: unlimited. Read by db/quotas.reserve in the transaction that
+    counts the usage."""
+
+    __tablename__ = 'quota_limits'
+    __table_args__ = (
+        sa.UniqueConstraint('project_id', 'resource',
+                            name='uniq_quota_limits0project_id0resource'),)
+    id: orm.Mapped[int] = orm.mapped_column(primary_key=True)
+    project_id: orm.Mapped[str] = orm.mapped_column(sa.String(255))
+    resource: orm.Mapped[str] = orm.mapped_column(sa.String(255))
+    hard_limit: orm.Mapped[int] = orm.mapped_column()

@@ -5,6 +5,7 @@ from cyborg_like.policies import attributes
 from cyborg_like.policies import availability
 from cyborg_like.policies import base
 from cyborg_like.policies import bitstreams
+from cyborg_like.policies import changes
 from cyborg_like.policies import deployables
 from cyborg_like.policies import device_profiles
 from cyborg_like.policies import devices
@@ -19,4 +20,4 @@ def list_rules():
             device_profiles.rules + accelerator_requests.rules +
             attributes.rules + quotas.rules + bitstreams.rules +
             driver_operations.rules + availability.rules + leases.rules +
-            rollouts.rules)
+            rollouts.rules + changes.rules)

@@ -639,6 +639,27 @@ def test_quota_show_needs_a_project_without_keystone(cli):
                      'project of your own')
 
 
+def test_quota_set_merges_and_unset_returns_to_the_defaults(cli):
+    project = _name('cli-quota')
+    quota = cli.json('quota', 'set', project, '--limit', 'FPGA=2',
+                     '--limit', 'PGPU=-1')
+    assert (quota['project_id'], quota['limits'], quota['sources']) == (
+        project, {'FPGA': 2, 'PGPU': -1},
+        {'FPGA': 'project', 'PGPU': 'project'})
+    assert cli.json('quota', 'set', project, '--limit', 'FPGA=1')[
+        'limits'] == {'FPGA': 1, 'PGPU': -1}
+    assert cli.json('quota', 'show', project) == \
+        api(cli.service, '/quotas/%s' % project)['quota']
+    _out, error = cli.fails('quota', 'set', project, '--limit', 'WIDGET=1')
+    assert error.startswith('HTTP 400 accel.request.invalid'), error
+    _out, error = cli.fails('quota', 'set', project, '--limit', 'FPGA=two')
+    assert error == ("Expected RESOURCE_CLASS=N (N an integer, -1 for "
+                     "unlimited), not 'FPGA=two'"), error
+    assert cli.ok('quota', 'unset', project) == ''
+    quota = cli.json('quota', 'show', project)
+    assert (quota['limits'], quota['sources']) == ({}, {})
+
+
 # --- attributes
 
 def test_attribute_create_show_list_delete(cli):
@@ -755,3 +776,21 @@ def test_device_mig_layout_apply_waits_for_the_new_layout(cli, cyborg):
                             device(cyborg, 'FPGA'), '1g.10gb')
     assert error.startswith('HTTP 409 '), error
     assert 'does not support MIG' in error, error
+
+
+def test_change_list_by_request_id_and_target(cli, cyborg, gpu_profile):
+    resp = requests.post(cyborg.url + '/v2/accelerator_requests',
+                         json={'device_profile_name': gpu_profile},
+                         timeout=30)
+    assert resp.status_code == 201
+    request_id = resp.headers['X-OpenStack-Request-Id']
+    arq = resp.json()['arqs'][0]['uuid']
+    (change,) = cli.json('change', 'list', '--request-id', request_id,
+                         '--long')
+    assert change['method'] == 'create_arqs'
+    assert arq in change['target']
+    assert 'extended_accelerator_requests' in change['written']
+    assert [c['request_id'] for c in cli.json('change', 'list', '--target',
+                                              arq)] == [request_id]
+    assert cli.json('change', 'list', '--request-id', 'req-none') == []
+    cli.ok('arq', 'delete', arq)      # the module's service is shared

@@ -40,3 +40,12 @@ class CatalogCloud(InProcessCloud):
             inventory_file=cloud_module.CATALOG_INVENTORY, http=True,
             overrides={('catalog', 'max_image_size'): 64 * 1024}).start()
         CURRENT['app'] = self.cloud.app
+
+
+class QuotaCloud(InProcessCloud):
+    """The cloud with default limits: 2 FPGAs and 4 PGPUs a project."""
+
+    def start_fixture(self):
+        self.cloud = cloud_module.Cloud(overrides={
+            ('quota', 'default_limits'): {'FPGA': '2', 'PGPU': '4'}}).start()
+        CURRENT['app'] = self.cloud.app

@@ -10,11 +10,13 @@ by hand with a clock of the test's (``_Leases``), so hours of a window
 pass in a call.
 """
 
+import contextlib
 import datetime
 import zoneinfo
 
 import pytest
 
+from cyborg_like.api import policy as api_policy
 from cyborg_like.common import context
 from cyborg_like.common import states
 from cyborg_like.conductor import leases as lease_lib
@@ -27,6 +29,9 @@ PATH = '/v2/leases'
 ARQS = '/v2/accelerator_requests'
 LESSEE = {'X-Project-Id': 'lessee', 'X-Roles': 'member,reader'}
 OTHER = {'X-Project-Id': 'other', 'X-Roles': 'member,reader'}
+# An admin of the lessee project: cyborg:lease:preempt allows its leases
+# to take devices other projects' workloads hold.
+PREEMPTING = {'X-Project-Id': 'lessee', 'X-Roles': 'admin,member,reader'}
 T4_PROFILE = {'resources:PGPU': '1', 'trait:CUSTOM_GPU_NVIDIA_T4':
               'required'}
 
@@ -143,7 +148,8 @@ def t4_profile(cloud):
     assert status == 201, body
 
 
-def test_an_overlapping_lease_is_refused_naming_the_holder(cloud):
+def test_an_overlapping_lease_is_refused_naming_the_holder_to_the_lessor(
+        cloud):
     t4, monday = _t4(cloud), _monday()
 
     def day(n, time):
@@ -161,11 +167,17 @@ def test_an_overlapping_lease_is_refused_naming_the_holder(cloud):
     # A Tuesday afternoon lease meets no night: granted.
     _lease(cloud, headers=OTHER, devices=[t4], start=day(1, '12:00'),
            end=day(1, '14:00'), timezone='Europe/Berlin')
-    # Wednesday 23:00-01:00 meets a night: 409 naming the nights' lease.
-    status, body = cloud.call('POST', PATH, {
-        'devices': [t4], 'start': day(2, '23:00'),
-        'end': day(3, '01:00'), 'timezone': 'Europe/Berlin'},
-        headers=OTHER)
+    # Wednesday 23:00-01:00 meets a night: 409, to the other project
+    # saying how many devices were free, not whose lease holds them.
+    wednesday = {'devices': [t4], 'start': day(2, '23:00'),
+                 'end': day(3, '01:00'), 'timezone': 'Europe/Berlin'}
+    status, body = cloud.call('POST', PATH, wednesday, headers=OTHER)
+    assert status == 409, body
+    assert 'accel.lease.conflict' in body['error_message']
+    assert '0 of the 1 device(s) asked are free' in body['error_message']
+    assert first['uuid'] not in body['error_message']
+    # The lessor (the cloud admin) is told the nights' lease.
+    status, body = cloud.call('POST', PATH, wednesday)
     assert status == 409, body
     assert first['uuid'] in body['error_message']
     assert 'accel.lease.conflict' in body['error_message']
@@ -212,7 +224,9 @@ def test_inside_the_window_only_the_lessee_binds(cloud, t4_profile):
     refused = _nova_bind(cloud, other, _t4(cloud),
                          '1ea5e000-0000-4000-8000-000000000001')
     assert refused['state'] == states.BIND_FAILED
-    assert lease['uuid'] in refused['state_reason']
+    # Its reason says why, naming no lease of another project.
+    assert 'leased to another project' in refused['state_reason']
+    assert lease['uuid'] not in refused['state_reason']
     # Nor does standalone scheduling offer it to them.
     again = _arq(cloud, OTHER)
     assert _schedule(cloud, again, OTHER, 2)['state'] == \
@@ -402,16 +416,19 @@ def test_a_missed_window_still_unbinds_the_lessee(cloud, t4_profile):
     assert unbound['state'] == states.UNBOUND
 
 
-@pytest.fixture
-def nova_cloud():
-    """(cloud, Nova): a cloud telling a recording Nova of bindings'
-    ends, with the T4 profile."""
+@contextlib.contextmanager
+def _with_nova(action='shelve_offload'):
+    """(cloud, Nova): a cloud whose [nova] is a stand-in speaking Nova's
+    API (test_nova_events.FakeNova), with the T4 profile."""
     nova = test_nova_events.FakeNova()
     nova.thread.start()
     cloud = cloud_module.Cloud(overrides={
         ('nova', 'auth_type'): 'none',
         ('nova', 'endpoint_override'): 'http://127.0.0.1:%d'
-        % nova.server_address[1]}).start()
+        % nova.server_address[1],
+        ('leases', 'preemption_action'): action,
+        # Only the test's periodic (its clock) asks Nova the steps.
+        ('leases', 'check_interval'): 3600}).start()
     try:
         status, _ = cloud.call('POST', '/v2/device_profiles',
                                {'name': 't4', 'groups': [T4_PROFILE]})
@@ -422,16 +439,24 @@ def nova_cloud():
         nova.shutdown()
 
 
+@pytest.fixture
+def nova_cloud():
+    with _with_nova() as found:
+        yield found
+
+
 def _nova_events(nova):
     """(tag, server, status) of every external event Nova was sent."""
     return [(e['tag'], e['server_uuid'], e['status'])
             for _, _, body in nova.calls for e in body['events']]
 
 
-def test_nova_is_told_when_a_window_end_unbinds_its_instance(nova_cloud):
+def test_nova_is_asked_to_release_a_lessees_instance_at_the_end(
+        nova_cloud):
     """A lessee's ARQ Nova bound (an admin or Nova placing the lessee's
-    VM by hand inside the window) is unbound at the end, and Nova hears
-    it as it hears of any failed binding."""
+    VM by hand inside the window) is not unbound behind Nova's back at
+    the end: Nova is asked to shelve the instance, and no failed binding
+    event (which a running instance ignores) is sent."""
     cloud, nova = nova_cloud
     clock = _Clock()
     start, end = _now_window()
@@ -445,11 +470,10 @@ def test_nova_is_told_when_a_window_end_unbinds_its_instance(nova_cloud):
     clock.now = datetime.datetime.fromisoformat(end) + \
         datetime.timedelta(hours=1)
     _periodic(cloud, clock).run()
-    _, unbound = cloud.call('GET', '%s/%s' % (ARQS, arq))
-    assert unbound['state'] == states.UNBOUND
-    cloud.wait_for(lambda: len(nova.calls) == 2)
-    assert _nova_events(nova) == [
-        (arq, instance, 'completed'), (arq, instance, 'failed')]
+    assert nova.actions == [(instance, 'shelve')]
+    _, held = cloud.call('GET', '%s/%s' % (ARQS, arq))
+    assert held['state'] == states.BOUND
+    assert _nova_events(nova) == [(arq, instance, 'completed')]
 
 
 def _soon(hours=2):
@@ -481,7 +505,8 @@ def test_a_window_preempts_another_projects_binding(cloud, t4_profile, by):
     held = {'devices': [t4]} if by == 'name' else {
         'resource_class': 'PGPU', 'count': 1,
         'traits': {'CUSTOM_GPU_NVIDIA_T4': 'required'}}
-    lease = _lease(cloud, start=start, end=end, **held)
+    lease = _lease(cloud, headers=PREEMPTING, start=start, end=end,
+                   **held)
     assert [d['uuid'] for d in lease['devices']] == [t4]
     # Before the notice period: nothing.
     periodic.run()
@@ -553,7 +578,8 @@ def test_a_binding_outside_every_window_is_left_alone(cloud, t4_profile):
     periodic = _periodic(cloud, clock, notices)
     theirs = _schedule(cloud, _arq(cloud, OTHER), OTHER, 1)
     start, end, starts_at = _soon()
-    lease = _lease(cloud, devices=[_t4(cloud)], start=start, end=end)
+    lease = _lease(cloud, headers=PREEMPTING, devices=[_t4(cloud)],
+                   start=start, end=end)
     clock.now = starts_at - datetime.timedelta(minutes=10)
     periodic.run()
     assert [e for e, _ in notices.sent] == ['accelerator.lease.starting']
@@ -569,7 +595,8 @@ def test_a_binding_outside_every_window_is_left_alone(cloud, t4_profile):
     # A window run through by nobody: the first run after its end does
     # not preempt a binding the window no longer needs.
     start, end, starts_at = _soon(hours=5)
-    _lease(cloud, devices=[_t4(cloud)], start=start, end=end)
+    _lease(cloud, headers=PREEMPTING, devices=[_t4(cloud)], start=start,
+           end=end)
     clock.now = starts_at + datetime.timedelta(hours=2)
     periodic.run()
     assert _arq_of(cloud, theirs['uuid'], OTHER)['state'] == states.BOUND
@@ -585,7 +612,8 @@ def test_a_restarted_conductor_preempts_once_without_a_second_notice(
     first_notices = Recorder()
     theirs = _schedule(cloud, _arq(cloud, OTHER), OTHER, 1)
     start, end, starts_at = _soon()
-    _lease(cloud, devices=[_t4(cloud)], start=start, end=end)
+    _lease(cloud, headers=PREEMPTING, devices=[_t4(cloud)], start=start,
+           end=end)
     clock.now = starts_at - datetime.timedelta(minutes=1)
     _periodic(cloud, clock, first_notices).run()
     assert [e for e, _ in first_notices.sent] == [
@@ -609,7 +637,8 @@ def test_a_missed_notice_is_given_as_the_binding_is_preempted(
     notices = Recorder()
     theirs = _schedule(cloud, _arq(cloud, OTHER), OTHER, 1)
     start, end, starts_at = _soon()
-    _lease(cloud, devices=[_t4(cloud)], start=start, end=end)
+    _lease(cloud, headers=PREEMPTING, devices=[_t4(cloud)], start=start,
+           end=end)
     clock.now = starts_at + datetime.timedelta(minutes=20)
     _periodic(cloud, clock, notices).run()
     assert [e for e, _ in notices.sent] == ['accelerator.lease.starting']
@@ -617,24 +646,254 @@ def test_a_missed_notice_is_given_as_the_binding_is_preempted(
         states.UNBOUND
 
 
-def test_nova_is_told_when_a_window_start_preempts_its_instance(
-        nova_cloud):
-    """Another project's VM Nova bound to the device before the window
-    loses it at the start plus the grace, and Nova hears it as it hears
-    of any failed binding."""
-    cloud, nova = nova_cloud
-    clock = _Clock()
+def _preempted_nova_instance(cloud, nova, clock):
+    """Another project's VM Nova bound to the T4, a lease of it by the
+    lessor, and the periodic run past the start plus the grace: (ARQ,
+    instance, the periodic, the lease)."""
     t4 = _t4(cloud)
     arq = _arq(cloud, OTHER)
     instance = '1ea5e000-0000-4000-8000-000000000009'
-    assert _nova_bind(cloud, arq, t4, instance)['state'] == \
-        states.BOUND
+    assert _nova_bind(cloud, arq, t4, instance)['state'] == states.BOUND
     cloud.wait_for(lambda: len(nova.calls) == 1)
     start, end, starts_at = _soon()
-    _lease(cloud, devices=[t4], start=start, end=end)
+    lease = _lease(cloud, headers=PREEMPTING, devices=[t4], start=start,
+                   end=end)
     clock.now = starts_at + datetime.timedelta(minutes=10)
-    _periodic(cloud, clock).run()
-    assert _arq_of(cloud, arq, None)['state'] == states.UNBOUND
-    cloud.wait_for(lambda: len(nova.calls) == 2)
-    assert _nova_events(nova) == [
-        (arq, instance, 'completed'), (arq, instance, 'failed')]
+    periodic = _periodic(cloud, clock)
+    periodic.run()
+    return arq, instance, periodic, lease
+
+
+def _lessee_refused_then_bound(cloud, arq, instance, release):
+    """The lessee cannot bind the T4 while the instance holds it; once
+    Nova released it (``release()``), it can."""
+    refused = _schedule(cloud, _arq(cloud, LESSEE), LESSEE, 2)
+    assert refused['state'] == states.BIND_FAILED, refused
+    assert _arq_of(cloud, arq, None)['state'] == states.BOUND
+    release()
+    mine = _schedule(cloud, _arq(cloud, LESSEE), LESSEE, 3)
+    assert mine['state'] == states.BOUND, mine
+    assert mine['device_rp_uuid'] == _rp_of(cloud, _t4(cloud))
+
+
+def test_a_preempted_nova_instance_is_shelved_and_offloaded_by_nova(
+        nova_cloud):
+    """Another project's VM Nova bound to the device before the window:
+    at the start plus the grace Nova is asked to shelve it, then to
+    offload it once shelved; the binding is never undone behind Nova's
+    back (no failed event for a running instance), and the lessee gets
+    the device only once Nova released the ARQ (deleted it, as Nova does
+    when it offloads an instance)."""
+    cloud, nova = nova_cloud
+    clock = _Clock()
+    arq, instance, periodic, _ = _preempted_nova_instance(cloud, nova,
+                                                          clock)
+    assert nova.actions == [(instance, 'shelve')]
+    periodic.run()
+    assert nova.actions == [(instance, 'shelve'),
+                            (instance, 'shelveOffload')]
+    periodic.run()      # offloaded: nothing more to ask
+    assert len(nova.actions) == 2
+
+    def nova_offloads():
+        status, _ = cloud.call('DELETE', '%s?instance=%s' % (ARQS, instance))
+        assert status == 204
+
+    _lessee_refused_then_bound(cloud, arq, instance, nova_offloads)
+    assert _nova_events(nova) == [(arq, instance, 'completed')]
+
+
+def test_a_revoked_lease_asks_nova_nothing_more(nova_cloud):
+    """The lessor revokes the lease after Nova was asked to shelve the
+    instance: the ask is withdrawn, so Nova is not asked to offload it
+    and the instance keeps its device."""
+    cloud, nova = nova_cloud
+    clock = _Clock()
+    arq, instance, periodic, lease = _preempted_nova_instance(cloud, nova,
+                                                              clock)
+    assert nova.actions == [(instance, 'shelve')]
+    status, _ = cloud.call('DELETE', '%s/%s' % (PATH, lease['uuid']))
+    assert status == 200
+    periodic.run()
+    assert nova.actions == [(instance, 'shelve')]
+    kept = _arq_of(cloud, arq, None)
+    assert (kept['state'], kept['lease_starts_at']) == (states.BOUND, None)
+
+
+def test_with_notify_a_preempted_nova_instance_keeps_the_device():
+    """[leases] preemption_action = notify: Nova is asked nothing, the
+    instance keeps the device, and the lease waits until Nova releases
+    it (here an unbind, as Nova's when the instance is deleted)."""
+    with _with_nova('notify') as (cloud, nova):
+        clock = _Clock()
+        arq, instance, periodic, _ = _preempted_nova_instance(
+            cloud, nova, clock)
+        clock.now += datetime.timedelta(minutes=30)
+        periodic.run()
+        assert nova.actions == []
+
+        def nova_unbinds():
+            status, _ = cloud.call('PATCH', ARQS, {arq: [
+                {'op': 'remove', 'path': '/hostname'},
+                {'op': 'remove', 'path': '/device_rp_uuid'},
+                {'op': 'remove', 'path': '/instance_uuid'}]})
+            assert status == 202
+
+        _lessee_refused_then_bound(cloud, arq, instance, nova_unbinds)
+        assert _nova_events(nova) == [(arq, instance, 'completed')]
+
+
+# Tenant safety (issue 27): preemption is the operator's decision, errors
+# name nothing of another project, a project's leases are bounded.
+
+def test_a_members_lease_takes_no_device_another_project_holds(
+        cloud, t4_profile):
+    """Another project's VM holds the T4: a member's lease of it is
+    refused (409, naming nothing of theirs), a lease by profile takes
+    a free device instead, and only an admin's lease (cyborg:lease:
+    preempt) takes the T4 from them."""
+    t4 = _t4(cloud)
+    theirs = _schedule(cloud, _arq(cloud, OTHER), OTHER, 1)
+    assert theirs['state'] == states.BOUND, theirs
+    status, body = cloud.call('POST', PATH, dict(
+        devices=[t4], timezone='UTC', **_later()), headers=LESSEE)
+    assert status == 409, body
+    assert '0 of the 1 device(s) asked are free' in body['error_message']
+    for theirs_id in (theirs['uuid'], theirs['instance_uuid'], 'other'):
+        assert theirs_id not in body['error_message']
+    # By profile: any free GPU (the A100), never the T4.
+    taken = _lease(cloud, resource_class='PGPU', count=1, **_later())
+    assert [d['uuid'] for d in taken['devices']] != [t4]
+    status, body = cloud.call('POST', PATH, dict(
+        resource_class='PGPU', count=1, timezone='UTC',
+        traits={'CUSTOM_GPU_NVIDIA_T4': 'required'}, **_later(days=4)),
+        headers=LESSEE)
+    assert status == 409 and '0 of the 1 device' in body['error_message']
+    # Nova's service role may not lease at all; an admin's lease
+    # preempts.
+    status, body = cloud.call('POST', PATH, dict(
+        devices=[t4], timezone='UTC', **_later(days=5)),
+        headers={'X-Project-Id': 'ops', 'X-Roles': 'service'})
+    assert status == 403, body
+    granted = _lease(cloud, headers=PREEMPTING, devices=[t4], **_later())
+    assert [d['uuid'] for d in granted['devices']] == [t4]
+
+
+def test_the_lessor_is_told_which_workload_holds_a_device(tmp_path):
+    """With cyborg:lease:preempt denied to admins too (a policy file), an
+    admin's lease of a held device is refused naming the holder: the
+    lessor sees every project."""
+    policy_file = tmp_path / 'policy.yaml'
+    policy_file.write_text('"cyborg:lease:preempt": "!"\n')
+    api_policy.reset()      # the enforcer reads the file when made
+    cloud = cloud_module.Cloud(overrides={
+        ('oslo_policy', 'policy_file'): str(policy_file)}).start()
+    try:
+        status, _ = cloud.call('POST', '/v2/device_profiles',
+                               {'name': 't4', 'groups': [T4_PROFILE]})
+        assert status == 201
+        theirs = _schedule(cloud, _arq(cloud, OTHER), OTHER, 1)
+        status, body = cloud.call('POST', PATH, dict(
+            devices=[_t4(cloud)], timezone='UTC', **_later()),
+            headers=PREEMPTING)
+    finally:
+        cloud.stop()
+        api_policy.reset()
+    assert status == 409, body
+    assert theirs['uuid'] in body['error_message']
+    assert theirs['instance_uuid'] in body['error_message']
+    assert 'cyborg:lease:preempt' in body['error_message']
+
+
+def test_a_member_never_sees_another_projects_ids_in_errors(
+        cloud, t4_profile):
+    """Every error another project's objects cause a member: a lease's
+    conflicts, a binding refused in their window, their lease and ARQ
+    asked for by uuid."""
+    t4 = _t4(cloud)
+    bound = _schedule(cloud, _arq(cloud, OTHER), OTHER, 1)
+    start, end = _now_window()
+    a100 = next(d['uuid'] for d in cloud.list_devices()
+                if d['model'] == 'A100')
+    their_lease = _lease(cloud, headers=OTHER, devices=[a100], start=start,
+                         end=end)
+    secret = {bound['uuid'], bound['instance_uuid'], their_lease['uuid'],
+              'other'}
+    # (status, body, the ids the request itself named: echoed, they
+    # reveal nothing).
+    answers = [
+        cloud.call('POST', PATH, dict(devices=[t4], timezone='UTC',
+                                      **_later()), headers=LESSEE) + ((),),
+        cloud.call('POST', PATH, {'devices': [a100], 'timezone': 'UTC',
+                                  'start': start, 'end': end},
+                   headers=LESSEE) + ((),),
+        cloud.call('POST', PATH, {'resource_class': 'PGPU', 'count': 2,
+                                  'timezone': 'UTC', 'start': start,
+                                  'end': end}, headers=LESSEE) + ((),),
+    ]
+    for method, path in (('GET', PATH), ('POST', PATH), ('GET', ARQS)):
+        named = their_lease['uuid'] if path == PATH else bound['uuid']
+        url = '%s/%s' % (path, named) + (
+            '/give_back' if method == 'POST' else '')
+        answers.append(cloud.call(method, url, headers=LESSEE) + ((named,),))
+    # A binding of the member's refused inside their window.
+    mine = _arq(cloud, LESSEE)
+    refused = _nova_bind(cloud, mine, a100,
+                         '1ea5e000-0000-4000-8000-000000000007')
+    assert refused['state'] == states.BIND_FAILED
+    answers.append((200, _arq_of(cloud, mine, LESSEE), ()))
+    assert [a[0] for a in answers] == [409, 409, 409, 404, 404, 404, 200], \
+        answers
+    for _, body, named in answers:
+        shown = str(body)
+        assert not [s for s in secret - set(named) if s in shown], (
+            shown, secret)
+
+
+def _limited(**limits):
+    return cloud_module.Cloud(overrides={
+        ('leases', 'project_max_' + what): value
+        for what, value in limits.items()}).start()
+
+
+def test_a_project_leases_no_more_devices_than_its_limit():
+    cloud = _limited(devices=1)
+    try:
+        first = _lease(cloud, devices=[_t4(cloud)], **_later())
+        status, body = cloud.call('POST', PATH, dict(
+            resource_class='PGPU', count=1, timezone='UTC',
+            **_later(days=3)), headers=LESSEE)
+        assert status == 403, body
+        assert 'accel.lease.limit_exceeded' in body['error_message']
+        assert 'limit 1, held by the active leases of the project 1, ' \
+            'requested 1' in body['error_message']
+        # Another project has a limit of its own.
+        _lease(cloud, headers=OTHER, resource_class='PGPU', count=1,
+               **_later(days=3))
+        # Given back, the lease no longer counts.
+        status, _ = cloud.call(
+            'POST', '%s/%s/give_back' % (PATH, first['uuid']),
+            headers=LESSEE)
+        assert status == 200
+        _lease(cloud, resource_class='PGPU', count=1, **_later(days=4))
+    finally:
+        cloud.stop()
+
+
+def test_a_project_leases_no_more_device_hours_than_its_limit():
+    """Device-hours within the horizon: a lease of one device for 10
+    hours holds 10 of a limit of 12."""
+    cloud = _limited(device_hours=12)
+    try:
+        _lease(cloud, devices=[_t4(cloud)], **_later(hours=10))
+        status, body = cloud.call('POST', PATH, dict(
+            resource_class='PGPU', count=1, timezone='UTC',
+            **_later(days=3, hours=3)), headers=LESSEE)
+        assert status == 403, body
+        assert 'device_hours: limit 12, held by the active leases of the ' \
+            'project 10.0, requested 3.0' in body['error_message']
+        # Two hours more fit.
+        _lease(cloud, resource_class='PGPU', count=1,
+               **_later(days=3, hours=2))
+    finally:
+        cloud.stop()

@@ -34,6 +34,7 @@ from cyborg_like.api import openapi
 from cyborg_like.api import validation
 from cyborg_like.api.controllers import root
 from cyborg_like.api.controllers.v2 import devices as devices_controller
+from cyborg_like.api.controllers.v2 import changes as changes_controller
 from cyborg_like.api.controllers.v2 import operations as operations_controller
 from cyborg_like.api.schemas import hosts as host_schema
 from cyborg_like.api.schemas import accelerator_requests as arq_schema
@@ -46,6 +47,7 @@ from cyborg_like.api.schemas import driver_operations as driver_op_schema
 from cyborg_like.api.schemas import leases as lease_schema
 from cyborg_like.api.schemas import rollouts as rollout_schema
 from cyborg_like.api.schemas import device_profiles as profile_schema
+from cyborg_like.api.schemas import quotas as quota_schema
 from cyborg_like.common import listing as fields
 from tests.functional import cloud as cloud_module
 
@@ -388,6 +390,7 @@ REQUEST_BODIES = {
     ('/v2/leases', 'post'): lease_schema.CREATE,
     ('/v2/rollouts', 'post'): rollout_schema.CREATE,
     ('/v2/hosts/{hostname}', 'patch'): host_schema.PATCH,
+    ('/v2/quotas/{project_id}', 'put'): quota_schema.UPDATE,
 }
 # Bodies that are not JSON: image data, streamed.
 RAW_BODIES = {('/v2/bitstreams/{uuid}/data', 'put')}
@@ -419,6 +422,8 @@ LIST_QUERIES = {
                             profile_schema.SORT_KEYS, {}),
     '/v2/operations': (operations_controller.FILTERS,
                        operations_controller.SORT_KEYS, {}),
+    '/v2/changes': (changes_controller.FILTERS, changes_controller.SORT_KEYS,
+                    changes_controller.FILTER_SCHEMAS),
     '/v2/bitstreams': (fields.BITSTREAM_FILTERS, fields.BITSTREAM_SORT_KEYS,
                        bitstream_schema.LIST_FILTER_SCHEMAS),
     '/v2/leases': (lease_schema.FILTERS, lease_schema.SORT_KEYS,
@@ -776,6 +781,12 @@ def test_answers_match_the_document(cloud):
     quota = call('get', '/v2/quotas/%s' % hooks.NOAUTH_PROJECT,
                  expect=200).json['quota']
     assert quota['limits'] == {'FPGA': 10} and quota['usage']
+    quota = call('put', '/v2/quotas/openapi-project', expect=200,
+                 body={'limits': {'FPGA': 1, 'PGPU': -1}}).json['quota']
+    assert quota['sources'] == {'FPGA': 'project', 'PGPU': 'project'}
+    call('put', '/v2/quotas/openapi-project', expect=400,
+         body={'limits': {'WIDGET': 1}})
+    call('delete', '/v2/quotas/openapi-project', expect=204)
     call('get', '/v2/device_profiles/openapi-fpga', version='2.2',
          expect=200)
     call('get', '/v2/accelerator_requests?instance=%s&bind_state=resolved'

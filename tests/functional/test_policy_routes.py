@@ -18,8 +18,9 @@ OPENAPI = os.path.join(os.path.dirname(policies.__file__), os.pardir, 'api',
                        'openapi.yaml')
 METHODS = ('get', 'post', 'put', 'patch', 'delete')
 # Asked with policy.check, which changes what is done rather than refusing
-# (tests/functional/test_policy_scoping.py shows its effect).
-CHECKED_ONLY = {'cyborg:arq:delete_bound'}
+# (tests/functional/test_policy_scoping.py and test_leases.py show their
+# effect).
+CHECKED_ONLY = {'cyborg:arq:delete_bound', 'cyborg:lease:preempt'}
 
 
 def _routes():

@@ -75,31 +75,47 @@ def test_concurrent_creation_never_exceeds_the_limit(quota_cloud):
     assert len(body['arqs']) == 3
 
 
-def test_a_lowered_limit_stops_binding(quota_cloud):
+def _two_arqs_then_bind_one(quota_cloud, lower):
+    """Two FPGA ARQs of p1; ``lower()`` lowers p1's limit to 1; then Nova
+    binds the first: the binding fails on the quota."""
     [arq] = _call(quota_cloud, 'POST', '/v2/accelerator_requests',
                   {'device_profile_name': 'fpga'})[1]['arqs']
     _call(quota_cloud, 'POST', '/v2/accelerator_requests',
           {'device_profile_name': 'fpga'})
-    CONF.set_override('default_limits', {'FPGA': '1'}, group='quota')
-    try:
-        rp = _call(quota_cloud, 'GET', '/v2/deployables?name=region0',
-                   headers=ADMIN)[1]['deployables'][0]['rp_uuid']
-        status, _ = _call(quota_cloud, 'PATCH', '/v2/accelerator_requests', {
-            arq['uuid']: [
-                {'op': 'add', 'path': '/hostname',
-                 'value': cloud_module.HOST},
-                {'op': 'add', 'path': '/device_rp_uuid', 'value': rp},
-                {'op': 'add', 'path': '/instance_uuid',
-                 'value': '50000000-0000-0000-0000-000000000001'}]},
-            headers=NOVA)   # only Nova binds
-        assert status == 202
+    lower()
+    rp = _call(quota_cloud, 'GET', '/v2/deployables?name=region0',
+               headers=ADMIN)[1]['deployables'][0]['rp_uuid']
+    status, _ = _call(quota_cloud, 'PATCH', '/v2/accelerator_requests', {
+        arq['uuid']: [
+            {'op': 'add', 'path': '/hostname',
+             'value': cloud_module.HOST},
+            {'op': 'add', 'path': '/device_rp_uuid', 'value': rp},
+            {'op': 'add', 'path': '/instance_uuid',
+             'value': '50000000-0000-0000-0000-000000000001'}]},
+        headers=NOVA)   # only Nova binds
+    assert status == 202
 
-        def failed():
-            body = _call(quota_cloud, 'GET',
-                         '/v2/accelerator_requests/%s' % arq['uuid'])[1]
-            return body if body['state'] == 'BindFailed' else None
-        body = quota_cloud.wait_for(failed)
-        assert 'Quota exceeded for FPGA: limit 1, in use 2' in \
-            body['state_reason']
+    def failed():
+        body = _call(quota_cloud, 'GET',
+                     '/v2/accelerator_requests/%s' % arq['uuid'])[1]
+        return body if body['state'] == 'BindFailed' else None
+    body = quota_cloud.wait_for(failed)
+    assert 'Quota exceeded for FPGA: limit 1, in use 2' in \
+        body['state_reason']
+
+
+def test_a_lowered_limit_stops_binding(quota_cloud):
+    try:
+        _two_arqs_then_bind_one(quota_cloud, lambda: CONF.set_override(
+            'default_limits', {'FPGA': '1'}, group='quota'))
     finally:
         CONF.clear_override('default_limits', group='quota')
+
+
+def test_a_project_limit_lowered_through_the_api_stops_binding(
+        quota_cloud):
+    def lower():
+        status, body = _call(quota_cloud, 'PUT', '/v2/quotas/p1',
+                             {'limits': {'FPGA': 1}}, ADMIN)
+        assert (status, body['quota']['limits']['FPGA']) == (200, 1), body
+    _two_arqs_then_bind_one(quota_cloud, lower)

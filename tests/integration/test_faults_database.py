@@ -31,7 +31,7 @@ Cases:
   committed after its PATCH was answered 503 (now rolled back at commit:
   common/deadlines.py).
 
-CYBORG_LIKE_DB_CUT_SECONDS (default 12) sets the cut's length,
+CYBORG_LIKE_DB_CUT_SECONDS (default 30) sets the cut's length,
 CYBORG_LIKE_DB_IO_TIMEOUT (default 4) the conductor's io_timeout (0 shows
 what happens without one), CYBORG_LIKE_DB_STRAND=1 strands PostgreSQL's
 connections too. Run with ``-s`` to see the measured numbers.
@@ -70,7 +70,7 @@ from .tcpproxy import TcpProxy
 # long: cuts of 12-30 s per case (tests/ordering.py starts it first).
 pytestmark = [pytest.mark.integration, pytest.mark.long]
 
-CUT_SECONDS = float(os.environ.get('CYBORG_LIKE_DB_CUT_SECONDS', '12'))
+CUT_SECONDS = float(os.environ.get('CYBORG_LIKE_DB_CUT_SECONDS', '30'))
 IO_TIMEOUT = int(os.environ.get('CYBORG_LIKE_DB_IO_TIMEOUT', '4'))
 STRAND_POSTGRESQL = os.environ.get('CYBORG_LIKE_DB_STRAND') == '1'
 # A stranded pooled connection costs io_timeout before it is replaced.
@@ -185,10 +185,15 @@ def _rows(direct, query):
         return conn.execute(sa.text(query)).all()
 
 
-def _check_nothing_half_done(direct, created, refused_binds):
+def _check_nothing_half_done(direct, created, refused_binds,
+                             refused_requests):
     """No ARQ its caller was not answered 201 for, quota usage counting
     exactly the ARQs, every refused bind left unbound, every handle in use
-    held by the ARQ bound to it."""
+    held by the ARQ bound to it, and no record in the change log of a
+    write answered 503 (``refused_requests``: their request ids)."""
+    logged = {row.request_id for row in _rows(
+        direct, 'SELECT request_id FROM changes')}
+    assert not logged & refused_requests, logged & refused_requests
     arqs = {row.uuid: row for row in _rows(
         direct, 'SELECT uuid, state, hostname, attach_handle_id, '
                 'project_id, resource_class '
@@ -269,6 +274,8 @@ def test_database_cut(tmp_path, backend, mode):
         accepted = _accepted(answers)
         refused = {a['arq'] for a in answers
                    if a['method'] == 'PATCH'} - accepted
+        refused_requests = {a['request_id'] for a in answers
+                            if a['method'] != 'GET' and a['status'] == 503}
 
         # Recovery: the first 200 of GET /v2/devices after the restore.
         recovered = recovery_seconds(dep.api_url, restored_at,
@@ -307,8 +314,12 @@ def test_database_cut(tmp_path, backend, mode):
         # Nothing written late for a caller answered 503.
         settle_until = time.monotonic() + SETTLE_SECONDS
         while time.monotonic() < settle_until:
-            _check_nothing_half_done(direct, created, refused)
+            _check_nothing_half_done(direct, created, refused,
+                                     refused_requests)
             time.sleep(0.5)
+        # The log records what was done (the check above can fail).
+        assert (after['request_id'],) in _rows(
+            direct, 'SELECT request_id FROM changes')
 
         unreachable = dep.services['conductor'].read_log().count(
             'The database is unreachable')

@@ -74,6 +74,8 @@ attributes:show           200   403    403    403    403    401  401
 attributes:create         201   403    403    403    403    401  401
 attributes:delete         204   403    403    403    403    401  401
 quotas:show               200   200    200    200    403    401  401
+quotas:update             200   403    403    403    403    401  401
+quotas:delete             204   403    403    403    403    401  401
 bitstreams:create         201   403    403    403    403    401  401
 bitstreams:upload         200   403    403    403    403    401  401
 bitstreams:list           200   403    403    403    403    401  401
@@ -83,9 +85,11 @@ bitstreams:delete         204   403    403    403    403    401  401
 availability:get          200   403    403    403    200    401  401
 leases:create             201   201    201    403    403    401  401
 leases:list               200   200    200    200    403    401  401
+changes:list              200   200    200    200    403    401  401
 leases:show               200   200    200    200    403    401  401
 leases:give_back          200   200    200    403    403    401  401
 leases:revoke             200   403    403    403    403    401  401
+leases:preempt            201   409    409    403    403    401  401
 rollouts:create           200   403    403    403    403    401  401
 rollouts:list             200   403    403    403    403    401  401
 rollouts:pause            404   403    403    403    403    401  401
@@ -134,6 +138,8 @@ RULES = {
     'attributes:create': 'cyborg:attribute:create',
     'attributes:delete': 'cyborg:attribute:delete',
     'quotas:show': 'cyborg:quota:get',
+    'quotas:update': 'cyborg:quota:update',
+    'quotas:delete': 'cyborg:quota:delete',
     'bitstreams:create': 'cyborg:bitstream:create',
     'bitstreams:upload': 'cyborg:bitstream:upload',
     'bitstreams:list': 'cyborg:bitstream:get_all',
@@ -145,6 +151,8 @@ RULES = {
     'leases:show': 'cyborg:lease:get',
     'leases:give_back': 'cyborg:lease:give_back',
     'leases:revoke': 'cyborg:lease:revoke',
+    'leases:preempt': 'cyborg:lease:preempt',
+    'changes:list': 'cyborg:change:get',
     'rollouts:create': 'cyborg:rollout:create',
     'rollouts:list': 'cyborg:rollout:get',
     'rollouts:pause': 'cyborg:rollout:pause',
@@ -575,6 +583,41 @@ def _lease_ended(method, path, days_ahead):
     return operation
 
 
+def _leases_preempt(env, who):
+    """A lease of the FPGA while p2's VM holds it: only the admin's
+    (cyborg:lease:preempt) is granted; p1's members are refused (409)
+    with nothing of p2 in the answer."""
+    theirs = env.new_arq('p2-member')
+    try:
+        env.ok('PATCH', '/v2/accelerator_requests', 'nova', status=202,
+               json=env.bind_patch(theirs))
+        held = env.wait_arq_state(theirs, 'Bound', 'BindFailed')
+        assert held['state'] == 'Bound', held
+        night = datetime.datetime.now(datetime.timezone.utc) \
+            + datetime.timedelta(days=12)
+        resp = env.call('POST', '/v2/leases', who, json={
+            'devices': [env.fpga_device], 'timezone': 'UTC',
+            'start': night.strftime('%Y-%m-%dT20:00'),
+            'end': night.strftime('%Y-%m-%dT23:00')})
+        if resp.status_code == 201:
+            env.revoke(resp.json()['uuid'])
+        if resp.status_code == 409:
+            for secret in (theirs, held['instance_uuid'], env.p2):
+                assert secret not in resp.text, resp.text
+        return resp
+    finally:
+        env.delete_arqs(theirs)
+
+
+def _quotas_update(env, who):
+    """p1 unlimited in FPGAs (as without a limit), removed again."""
+    path = '/v2/quotas/%s' % env.p1
+    resp = env.call('PUT', path, who, json={'limits': {'FPGA': -1}})
+    if resp.status_code == 200:
+        assert env.call('DELETE', path, 'admin').status_code == 204
+    return resp
+
+
 def _rollouts_create(env, who):
     """A dry run: the waves the image would take, nothing touched."""
     return env.call('POST', '/v2/rollouts', who, json={
@@ -637,6 +680,9 @@ OPERATIONS = {
     'attributes:create': _attributes_create,
     'attributes:delete': _attributes_delete,
     'quotas:show': _get('/v2/quotas/{env.p1}'),
+    'quotas:update': _quotas_update,
+    'quotas:delete': lambda env, who: env.call(
+        'DELETE', '/v2/quotas/%s' % env.p1, who),
     'devices:firmware': _devices_firmware,
     'devices:mig_layout': _devices_mig_layout,
     'arqs:bind_project_id': _arqs_bind_project_id,
@@ -648,9 +694,11 @@ OPERATIONS = {
     'bitstreams:delete': _bitstreams_delete,
     'leases:create': _leases_create,
     'leases:list': _get('/v2/leases'),
+    'changes:list': _get('/v2/changes'),
     'leases:show': _get('/v2/leases/{env.lease}'),
     'leases:give_back': _lease_ended('POST', '/v2/leases/%s/give_back', 16),
     'leases:revoke': _lease_ended('DELETE', '/v2/leases/%s', 14),
+    'leases:preempt': _leases_preempt,
     'rollouts:create': _rollouts_create,
     'rollouts:list': _get('/v2/rollouts'),
     'rollouts:pause': _rollout_action('pause'),

@@ -15,6 +15,7 @@ import sqlalchemy as sa
 from cyborg_like.common import exception
 from cyborg_like.common import states
 from cyborg_like.db import api as db_api
+from cyborg_like.db import arqs
 from cyborg_like.db import hosts
 from cyborg_like.db import leases
 from cyborg_like.db import models
@@ -37,8 +38,9 @@ def _race(values_of):
     def create(n):
         start.wait()
         try:
+            # As the lessor's (the world's own ARQs may hold the device).
             return leases.create(values_of(n), 'project-%d' % n, now, 28,
-                                 2000, 300)
+                                 2000, 300, preempt=True)
         except exception.LeaseConflict as error:
             return error
 
@@ -91,8 +93,9 @@ def _starts_noticed():
 
 def test_periodics_at_once_tell_and_preempt_a_holder_once(world):
     """Eight conductors' lease periodics at the same boundaries: another
-    project's ARQ on the device is told once and unbound once; a notice
-    is withdrawn when its lease is given back (docs/leases.md)."""
+    project's ARQ Nova bound to the device is told once and marked once
+    for Nova to release (never unbound behind Nova's back); a notice is
+    withdrawn when its lease is given back (docs/leases.md)."""
     now = hosts.utcnow().replace(microsecond=0)
     minute = datetime.timedelta(minutes=1)
     device = _device_uuid()
@@ -100,15 +103,20 @@ def test_periodics_at_once_tell_and_preempt_a_holder_once(world):
     assert world.bind(held, 'vm-held') == states.FINISH
     leases.create({'devices': [device], 'start': now + 10 * minute,
                    'end': now + 70 * minute, 'timezone': 'UTC'},
-                  'lessee', now, 28, 2000, 300)
+                  'lessee', now, 28, 2000, 300, preempt=True)
     told = _at_once(lambda: leases.warn_due(now, 900))
     assert [a[0] for found in told for n in found for a in n['arqs']] == [
         held]
     assert _starts_noticed()[held] == now + 10 * minute
-    unbound = _at_once(lambda: leases.preempt_due(now + 16 * minute, 300))
-    assert [u[:2] for _, found in unbound for u in found] == [
+    outcomes = _at_once(lambda: leases.preempt_due(now + 16 * minute, 300))
+    assert [u for _, unbound, _ in outcomes for u in unbound] == []
+    assert [a[:2] for _, _, asked in outcomes for a in asked] == [
         (held, 'vm-held')]
+    assert leases.awaiting_nova() == [(held, 'vm-held')]
     world.check_invariants()
+    # Nova released it (an unbind): nothing is awaited any more.
+    arqs.unbind([held])
+    assert leases.awaiting_nova() == []
     assert held not in {u for u, at in _starts_noticed().items() if at}
     # Given back before its window: the notice is withdrawn.
     other = world.new_arq()
@@ -116,7 +124,7 @@ def test_periodics_at_once_tell_and_preempt_a_holder_once(world):
     later = now + datetime.timedelta(days=1)
     second = leases.create({'devices': [device], 'start': later,
                             'end': later + 60 * minute, 'timezone': 'UTC'},
-                           'lessee', now, 28, 2000, 300)
+                           'lessee', now, 28, 2000, 300, preempt=True)
     assert leases.warn_due(later - 10 * minute, 900)[0]['lease'] == \
         second['uuid']
     assert _starts_noticed()[other] == later

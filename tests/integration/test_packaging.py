@@ -35,7 +35,8 @@ INSTALL_TIMEOUT = 900
 START_TIMEOUT = 60
 SHARED = ('cyborg_like.conf.sample', 'cyborg_like.conf.example',
           'policy.yaml.sample', 'fake-inventory.yaml.sample',
-          'gunicorn.conf.py', 'systemd/cyborg-like-api.service',
+          'gunicorn.conf.py', 'api_audit_map.conf',
+          'systemd/cyborg-like-api.service',
           'systemd/cyborg-like-conductor.service',
           'systemd/cyborg-like-agent.service',
           'prometheus/cyborg-like-alerts.yml',

@@ -10,6 +10,7 @@ callers are the projects' members, with real tokens.
 """
 
 import concurrent.futures
+import json
 import threading
 
 import pytest
@@ -186,6 +187,29 @@ def test_concurrent_requests_of_two_projects(clean):
         granted = [s for u, s, _ in results if u == user and s == 201]
         assert len(granted) == limit, summary
         assert clean.count_in_db(user) == limit
+
+
+def test_limits_are_set_in_keystone_not_here(clean):
+    """PUT and DELETE /v2/quotas answer 409 naming Keystone's limit API
+    (an admin's; a member is refused by policy first); GET shows the
+    limits as Keystone's, unchanged."""
+    env = clean
+    path = '/v2/quotas/%s' % env.project('p1-member')
+    assert env.create('p1-member').status_code == 201
+    for method, body in (('PUT', {'limits': {'FPGA': 10}}),
+                         ('DELETE', None)):
+        resp = env.call(method, path, 'admin', json=body)
+        assert resp.status_code == 409, resp.text
+        fault = json.loads(resp.json()['error_message'])
+        assert fault['error_code'] == 'accel.quota.limits_in_keystone'
+        assert "Keystone's limit API (/v3/limits" in fault['faultstring']
+        resp = env.call(method, path, 'p1-member', json=body)
+        assert resp.status_code == 403, resp.text
+    resp = env.call('GET', path, 'p1-reader')
+    assert resp.status_code == 200, resp.text
+    quota = resp.json()['quota']
+    assert (quota['limits']['FPGA'], quota['sources']['FPGA']) == (
+        ks.P1_FPGA_LIMIT, 'keystone')
 
 
 def _p1_limit_id(keystone):

@@ -303,3 +303,73 @@ def test_hosts_are_paged_by_the_client_for_a_1_18_conductor(
                                                   marker='h1')] == \
         ['h2', 'h3']
     assert len(api.list_hosts(admin)) == 5
+
+
+class QuotaRecorder:
+    """A conductor of RPC API 1.23: projects' own limits."""
+
+    target = messaging.Target(version='1.23')
+
+    def __init__(self):
+        self.calls = []
+
+    def set_quota(self, ctxt, project_id, limits):
+        self.calls.append(('set', project_id, limits))
+        return {'project_id': project_id}
+
+    def delete_quota(self, ctxt, project_id):
+        self.calls.append(('delete', project_id))
+
+
+def test_quota_writes_go_only_to_conductors_of_1_23(serve, conductor_cap):
+    """A conductor before 1.23 has no set_quota: the client answers 409
+    (Conflict) without sending; from 1.23 on, both calls reach it."""
+    endpoint = QuotaRecorder()
+    serve(endpoint)
+    admin = context.get_admin_context()
+    conductor_cap('1.22')
+    api = conductor_rpcapi.ConductorAPI(timeout=TIMEOUT)
+    with pytest.raises(exception.Conflict, match='upgraded'):
+        api.set_quota(admin, 'p1', {'FPGA': 2})
+    with pytest.raises(exception.Conflict, match='upgraded'):
+        api.delete_quota(admin, 'p1')
+    assert endpoint.calls == []
+    conductor_cap('1.23')
+    api = conductor_rpcapi.ConductorAPI(timeout=TIMEOUT)
+    assert api.set_quota(admin, 'p1', {'FPGA': 2}) == {'project_id': 'p1'}
+    api.delete_quota(admin, 'p1')
+    assert endpoint.calls == [('set', 'p1', {'FPGA': 2}), ('delete', 'p1')]
+
+
+class LeaseRecorder:
+    """A conductor of ``version`` that records the leases asked of it."""
+
+    def __init__(self, version):
+        self.target = messaging.Target(version=version)
+        self.calls = []
+
+    def create_lease(self, ctxt, values, **newer):
+        self.calls.append((values, newer))
+        return {'uuid': 'l1'}
+
+
+@pytest.mark.parametrize('cap', ['1.23', None])
+def test_preempt_goes_only_to_conductors_of_1_24(serve, conductor_cap, cap):
+    """An older conductor preempts whoever asks: a lease that may not
+    preempt is refused (409) without being sent to it, an admin's is sent
+    without the argument; from 1.24 on, the decision travels."""
+    endpoint = LeaseRecorder(cap or '1.24')
+    serve(endpoint)
+    if cap:
+        conductor_cap(cap)
+    api = conductor_rpcapi.ConductorAPI(timeout=TIMEOUT)
+    admin = context.get_admin_context()
+    if cap:
+        with pytest.raises(exception.Conflict, match='upgraded'):
+            api.create_lease(admin, {'count': 1})
+    else:
+        api.create_lease(admin, {'count': 1})
+    api.create_lease(admin, {'count': 2}, preempt=True)
+    assert endpoint.calls == ([({'count': 2}, {})] if cap else [
+        ({'count': 1}, {'preempt': False}),
+        ({'count': 2}, {'preempt': True})])

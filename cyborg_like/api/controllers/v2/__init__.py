@@ -9,6 +9,7 @@ from cyborg_like.api.controllers.v2 import accelerator_requests
 from cyborg_like.api.controllers.v2 import attributes
 from cyborg_like.api.controllers.v2 import availability
 from cyborg_like.api.controllers.v2 import bitstreams
+from cyborg_like.api.controllers.v2 import changes
 from cyborg_like.api.controllers.v2 import deployables
 from cyborg_like.api.controllers.v2 import device_profiles
 from cyborg_like.api.controllers.v2 import devices
@@ -45,6 +46,7 @@ class V2Controller(rest.RestController):
     availability = availability.AvailabilityController()
     leases = leases.LeasesController()
     rollouts = rollouts.RolloutsController()
+    changes = changes.ChangesController()
 
     @pecan.expose('json')
     def get(self):

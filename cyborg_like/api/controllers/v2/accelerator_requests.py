@@ -10,6 +10,7 @@ import pecan
 from pecan import rest
 import webob.exc
 
+from cyborg_like.api import audit
 from cyborg_like.api import microversion
 from cyborg_like.api import policy
 from cyborg_like.api import validation
@@ -145,6 +146,7 @@ class AcceleratorRequestsController(rest.RestController):
         # _split says what is wrong in words; the schemas of the document
         # say the same rules, and are the last word.
         action, arg = _split(patches)
+        audit.note(pecan.request, 'update/' + action, list(patches))
         validation.validate(*documented, what='body')
         api = pecan.request.conductor_api
         if action == 'bind':
@@ -179,6 +181,7 @@ class AcceleratorRequestsController(rest.RestController):
                        'UUID.')
         _require_uuids('arqs', uuids)
         _require_uuids('instance', [instance] if instance else [])
+        audit.note(pecan.request, target_ids=uuids)
         pecan.request.conductor_api.delete_arqs(
             pecan.request.context, uuids=uuids or None,
             instance_uuid=instance, delete_bound=policy.check(

@@ -3,8 +3,11 @@ docs/leases.md).
 
 The lessee (the caller's project) creates a lease and may give it back
 early; the lessor (the cloud admin, for the operator owns the devices)
-sees every lease and may revoke one. Creation answers 409 naming the
-lease that already holds a device in an overlapping window.
+sees every lease and may revoke one. Creation answers 409 when the
+devices are not free in every window: to the lessor naming the lease
+that holds one, to a project only how many were free (never another
+project's objects). A lease takes devices another project's workload
+holds only when ``cyborg:lease:preempt`` allows the caller.
 """
 
 import pecan
@@ -30,8 +33,11 @@ class LeasesController(rest.RestController):
     def post(self):
         policy.authorize('cyborg:lease:create', pecan.request.context)
         body = validation.body(pecan.request, schema.CREATE)
+        # Taking devices from other projects' workloads is the operator's
+        # decision: the conductor refuses them unless this rule allows.
+        preempt = policy.check('cyborg:lease:preempt', pecan.request.context)
         lease = pecan.request.conductor_api.create_lease(
-            pecan.request.context, body)
+            pecan.request.context, body, preempt=preempt)
         pecan.response.status = 201
         return view(lease)
 
