@@ -12,6 +12,7 @@ from cyborg_like.conductor import heartbeats
 from cyborg_like.conductor import host_liveness
 from cyborg_like.conductor import manager
 from cyborg_like.conductor import metrics
+from cyborg_like.conductor import own_beats
 from cyborg_like.conductor.placement import runner as placement
 from cyborg_like.conductor import read_model
 from cyborg_like.conductor import rpcapi
@@ -52,6 +53,11 @@ class ConductorService:
         self._server = rpc.get_server(target, [self.manager],
                                       drop_late=True)
         self.placement = placement.PlacementSync(conf)
+        # After a database outage everybody looks down for a while.
+        self.own_beats = own_beats.OwnBeats(
+            conf.conductor.service_down_after,
+            max(conf.conductor.service_down_after,
+                conf.conductor.host_down_after))
         self.liveness = host_liveness.HostLiveness(
             conf.conductor.host_down_after)
         self.metrics = metrics.MetricsServer(conf, self.uuid)
@@ -61,7 +67,7 @@ class ConductorService:
         self._periodic = periodic.Periodic('conductor-periodics', [
             (conf.conductor.service_heartbeat_interval, self._beat),
             (conf.conductor.service_heartbeat_interval,
-             self.manager._fail_interrupted_work),
+             self._fail_interrupted_work),
             (conf.conductor.service_heartbeat_interval, self.liveness.sweep),
             (PRUNE_INTERVAL, self._prune),
             # Lease windows' boundaries (conductor/leases.py).
@@ -71,7 +77,14 @@ class ConductorService:
         ])
 
     def _beat(self):
-        conductors.beat(self.uuid, self.host)
+        self.own_beats.beat(lambda: conductors.beat(self.uuid, self.host))
+
+    def _fail_interrupted_work(self):
+        if self.own_beats.may_judge():
+            self.manager._fail_interrupted_work()
+        else:
+            LOG.debug('Not failing interrupted work yet: this conductor '
+                      'beats again since less than %ss', self.own_beats.grace)
 
     def _prune(self):
         availability.prune(self.conf.conductor.availability_changes_retention)

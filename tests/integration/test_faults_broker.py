@@ -9,12 +9,14 @@ times it, cuts.CEILING), even while a burst holds every API thread, and
 ``GET /`` (no conductor needed) must answer 200.
 After the cut the API must answer again within a measured recovery time,
 and no write answered 503 may have been carried out, then or later (the
-ghost ARQs of issues 9 and 28): no accelerator request, device profile
-nor lease exists that its caller was not answered 201 for, every ARQ
-whose DELETE was answered 503 is still there, every ARQ whose bind was
-answered 503 still unbound, and the change log holds no record of any
-request answered 503 (db/changes.py: a record is written with every
-committed write, whatever its type).
+ghost ARQs of issues 9 and 28): every kind of write is sent during the
+cut (writes.py: ARQs created, deleted and bound, device profiles,
+leases, attributes, programming, rollouts); afterwards none exists that
+its caller was not answered 201 for, every ARQ whose DELETE was answered
+503 is still there, every ARQ whose bind was answered 503 still unbound,
+and the change log holds no record of any request answered 503
+(db/changes.py: a record is written with every committed write,
+whatever its kind).
 
 Two variants: ``bounded`` sends with the default publish retries;
 ``endless`` retries the publish for ever ([DEFAULT] rpc_publish_retries =
@@ -30,13 +32,9 @@ measured numbers.
 
 import concurrent.futures
 import contextlib
-import datetime
-import itertools
 import json
 import os
-import threading
 import time
-import uuid
 
 import pytest
 import sqlalchemy as sa
@@ -56,6 +54,7 @@ from .cuts import recovery_seconds
 from .cuts import summary
 from .cuts import timed
 from .tcpproxy import TcpProxy
+from .writes import Writes
 
 # long: cuts of 30 s, twice per case (tests/ordering.py starts it first).
 pytestmark = [pytest.mark.integration, pytest.mark.long]
@@ -96,81 +95,17 @@ def _deployment_behind_proxy(workdir, publish_retries):
             yield dep, proxy
 
 
-class Requests:
-    """The requests that need the conductor, one of each kind in turn:
-    accelerator requests are read from the conductor (devices may be
-    answered from the API's read model for a while: test_services.py);
-    the writes create ARQs, device profiles and leases, delete ARQs made
-    before the cut (``victims``) and bind others (``unbound``) to the
-    GPU (``gpu``: its device uuid and resource provider)."""
-
-    def __init__(self, dep, victims, unbound, gpu):
-        self.dep = dep
-        self._victims = list(victims)
-        self._unbound = list(unbound)
-        self._gpu = gpu
-        self._names = itertools.count()
-        self._lock = threading.Lock()
-        self.deleted = []       # the ARQs whose DELETE was sent
-        self.bound = []         # the ARQs whose bind was sent
+class Requests(Writes):
+    """The requests that need the conductor: accelerator requests read
+    from the conductor (devices may be answered from the API's read model
+    for a while: test_services.py), then every kind of write
+    (writes.py)."""
 
     def kinds(self):
-        return [self.list_arqs, self.create_arq, self.create_profile,
-                self.delete_arq, self.bind_arq, self.create_lease]
+        return [self.list_arqs] + super().kinds()
 
     def list_arqs(self):
         return timed('GET', self.dep.api_url + '/v2/accelerator_requests')
-
-    def create_arq(self):
-        return timed('POST', self.dep.api_url + '/v2/accelerator_requests',
-                     json={'device_profile_name': PROFILE})
-
-    def create_profile(self):
-        with self._lock:
-            name = 'cut-%d' % next(self._names)
-        answer = timed('POST', self.dep.api_url + '/v2/device_profiles',
-                       json={'name': name,
-                             'groups': [{'resources:PGPU': '1'}]})
-        answer['profile'] = name
-        return answer
-
-    def delete_arq(self):
-        with self._lock:
-            if not self._victims:
-                return self.list_arqs()
-            victim = self._victims.pop()
-            self.deleted.append(victim)
-        answer = timed('DELETE', self.dep.api_url +
-                       '/v2/accelerator_requests?arqs=%s' % victim)
-        answer['victim'] = victim
-        return answer
-
-
-    def bind_arq(self):
-        with self._lock:
-            if not self._unbound:
-                return self.list_arqs()
-            arq = self._unbound.pop()
-            self.bound.append(arq)
-        return timed('PATCH', self.dep.api_url + '/v2/accelerator_requests',
-                     json={arq: [
-                         {'op': 'add', 'path': '/hostname',
-                          'value': self.dep.host},
-                         {'op': 'add', 'path': '/device_rp_uuid',
-                          'value': self._gpu['rp_uuid']},
-                         {'op': 'add', 'path': '/instance_uuid',
-                          'value': str(uuid.uuid4())}]})
-
-    def create_lease(self):
-        # Each in its own future window: none would conflict.
-        with self._lock:
-            days = 1 + next(self._names)
-        start = datetime.datetime.now(datetime.timezone.utc).replace(
-            microsecond=0, tzinfo=None) + datetime.timedelta(days=days)
-        return timed('POST', self.dep.api_url + '/v2/leases', json={
-            'devices': [self._gpu['device']], 'timezone': 'UTC',
-            'start': start.isoformat(),
-            'end': (start + datetime.timedelta(hours=1)).isoformat()})
 
 
 def _round(dep, pool, requests):
@@ -193,43 +128,6 @@ def _arqs_in_db(dep):
             'SELECT uuid FROM extended_accelerator_requests'))}
 
 
-def _profiles_in_db(dep):
-    with dep.engine.connect() as conn:
-        return {row[0] for row in conn.execute(sa.text(
-            'SELECT name FROM device_profiles'))}
-
-
-def _rows(dep, query, **params):
-    with dep.engine.connect() as conn:
-        return {row[0] for row in conn.execute(sa.text(query), params)}
-
-
-def _ghosts(dep, created, requests, refused):
-    """What was written although its caller was answered 503: ARQs,
-    profiles and leases nobody was answered 201 for, ARQs whose DELETE got
-    503 gone or whose bind got 503 bound, and, for every write type at
-    once, the change log's records of the requests answered 503
-    (``refused``: their request ids)."""
-    arqs = _arqs_in_db(dep)
-    return {'arqs_created': sorted(arqs - created),
-            'profiles_created': sorted(_profiles_in_db(dep) - {PROFILE}),
-            'leases_created': sorted(_rows(dep, 'SELECT uuid FROM leases')),
-            'arqs_deleted': sorted(set(requests.deleted) - arqs),
-            'arqs_bound': sorted(_rows(
-                dep, "SELECT uuid FROM extended_accelerator_requests "
-                "WHERE state <> 'Initial'") & set(requests.bound)),
-            'changes_logged': sorted(_rows(
-                dep, 'SELECT request_id FROM changes') & refused)}
-
-
-def _gpu(dep):
-    [device] = [d for d in dep.call('GET', '/v2/devices').json()[
-        'devices'] if d['type'] == 'GPU']
-    [deployable] = dep.call('GET', '/v2/deployables?name=gpu0').json()[
-        'deployables']
-    return {'device': device['uuid'], 'rp_uuid': deployable['rp_uuid']}
-
-
 @pytest.mark.parametrize('cut_seconds', CUTS, ids=lambda s: '%gs' % s)
 @pytest.mark.parametrize('mode', MODES)
 @pytest.mark.parametrize('variant', list(VARIANTS))
@@ -246,7 +144,7 @@ def test_broker_cut(tmp_path, variant, mode, cut_seconds):
             assert before['status'] == 201, before
             made += before['arqs']
         created.update(made)
-        requests = Requests(dep, made[:VICTIMS], made[VICTIMS:], _gpu(dep))
+        requests = Requests(dep, PROFILE, made[:VICTIMS], made[VICTIMS:])
 
         # The cut: every answer within the bound, 503 or (GET /) 200.
         proxy.cut(mode)
@@ -295,10 +193,11 @@ def test_broker_cut(tmp_path, variant, mode, cut_seconds):
         # no record of a request answered 503; then and for a while after.
         refused = {a['request_id'] for a in rest if a['method'] != 'GET'}
         assert len(refused) == len([a for a in rest if a['method'] != 'GET'])
-        none = dict.fromkeys(_ghosts(dep, created, requests, set()), [])
+        none = dict.fromkeys(requests.ghosts(dep.engine, created, set()),
+                             [])
         settle_until = time.monotonic() + SETTLE_SECONDS
         while time.monotonic() < settle_until:
-            assert _ghosts(dep, created, requests, refused) == none, \
+            assert requests.ghosts(dep.engine, created, refused) == none, \
                 'written although answered 503'
             time.sleep(0.5)
         assert _arqs_in_db(dep) == created
@@ -312,7 +211,9 @@ def test_broker_cut(tmp_path, variant, mode, cut_seconds):
         dropped = sum(conductor_log.count('Dropped %s' % method)
                       for method in ('create_arqs', 'create_device_profile',
                                      'delete_arqs', 'bind_arqs',
-                                     'create_lease'))
+                                     'create_lease', 'create_attribute',
+                                     'program_deployable',
+                                     'create_rollout'))
         assert 'after its caller stopped waiting ([DEFAULT] ' \
             'rpc_commit_margin' not in conductor_log
         if variant == 'endless':

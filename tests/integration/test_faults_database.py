@@ -58,6 +58,7 @@ from .infra import fresh_database
 from .infra import rabbitmq_vhost
 from .infra import started
 from .infra import wait_for
+from .writes import Writes
 from .cuts import BOUND
 from .cuts import CEILING
 from .cuts import CONFIG
@@ -129,20 +130,28 @@ def _bind(dep, arq, rp_uuid):
     return answer
 
 
-def _round(dep, pool, arq, rp_uuid):
-    """A list, a create and a bind one after the other, then a burst of
-    lists and creates that holds conductor threads."""
+def _round(dep, pool, arq, rp_uuid, writes):
+    """A list, a create and a bind one after the other, a write of every
+    other kind (writes.py), then a burst of lists and creates that holds
+    conductor threads."""
     answers = [timed('GET', dep.api_url + '/v2/devices'), _create_arq(dep),
                _bind(dep, arq, rp_uuid)]
+    answers += [dict(write(), other_write=True) for write in _other_writes(
+        writes)]
     burst = [pool.submit(timed, 'GET', dep.api_url + '/v2/devices')
              if i % 2 else pool.submit(_create_arq, dep)
              for i in range(BURST)]
     return answers + [f.result() for f in burst]
 
 
+def _other_writes(writes):
+    return (writes.create_profile, writes.create_lease,
+            writes.create_attribute, writes.program, writes.create_rollout)
+
+
 def _accepted(answers):
     return {a['arq'] for a in answers
-            if a['method'] == 'PATCH' and a['status'] == 202}
+            if 'arq' in a and a['status'] == 202}
 
 
 def _check_answer(answer):
@@ -238,6 +247,7 @@ def test_database_cut(tmp_path, backend, mode):
             assert answer['status'] == 201, answer
             prepared += answer['arqs']
         created = set(prepared)
+        writes = Writes(dep, PROFILE)
         # Fill the conductor's pool: every connection open at the cut is
         # one a thread may block on.
         with concurrent.futures.ThreadPoolExecutor(BURST) as pool:
@@ -256,7 +266,7 @@ def test_database_cut(tmp_path, backend, mode):
                 unbound = [a for a in prepared if a not in _accepted(
                     answers)] or prepared
                 answers += _round(dep, pool, unbound[0],
-                                  gpu['rp_uuid'])
+                                  gpu['rp_uuid'], writes)
         proxy.restore(strand=_strands(backend, mode))
         restored_at = time.monotonic()
         # Measured first, so that a failure below shows them too.
@@ -273,7 +283,7 @@ def test_database_cut(tmp_path, backend, mode):
             created.update(answer['arqs'])
         accepted = _accepted(answers)
         refused = {a['arq'] for a in answers
-                   if a['method'] == 'PATCH'} - accepted
+                   if 'arq' in a} - accepted
         refused_requests = {a['request_id'] for a in answers
                             if a['method'] != 'GET' and a['status'] == 503}
 
@@ -317,6 +327,14 @@ def test_database_cut(tmp_path, backend, mode):
             _check_nothing_half_done(direct, created, refused,
                                      refused_requests)
             time.sleep(0.5)
+        # No other kind of write was done: none could be while the
+        # database was away, and none was written later.
+        assert all(a['status'] == 503 for a in answers
+                   if a.get('other_write')), answers
+        ghosts = writes.ghosts(direct, created, refused_requests)
+        assert {kind: found for kind, found in ghosts.items()
+                if kind not in ('arqs_created', 'arqs_deleted',
+                                'arqs_bound') and found} == {}, ghosts
         # The log records what was done (the check above can fail).
         assert (after['request_id'],) in _rows(
             direct, 'SELECT request_id FROM changes')
