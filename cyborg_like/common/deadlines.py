@@ -27,7 +27,8 @@ _LOCAL = threading.local()
 @dataclasses.dataclass
 class Call:
     """The RPC call a thread serves: what the change log records of it
-    (db/changes.py keeps its row's id here between its transactions)."""
+    (db/change_recorder.py keeps its row's id here between its
+    transactions)."""
 
     context: object
     method: str | None = None

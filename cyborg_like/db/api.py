@@ -21,7 +21,7 @@ from cyborg_like.common import exception
 from cyborg_like.conf import CONF
 from cyborg_like.conf import database as database_conf
 from cyborg_like.conf import opts
-from cyborg_like.db import changes
+from cyborg_like.db import change_recorder
 from cyborg_like.db import generations
 
 LOG = logging.getLogger(__name__)
@@ -61,7 +61,7 @@ def _facade():
             facade.configure(sqlite_fk=True)
             engine = _first_engine(facade)
             generations.track(engine)
-            changes.track(engine)
+            change_recorder.track(engine)
             if engine.dialect.name == 'sqlite':
                 _serialize_sqlite_writers(engine)
             else:
@@ -109,23 +109,23 @@ def reader():
 def writer():
     _LOCAL.writing = True
     generations.begin()
-    changes.begin()
+    change_recorder.begin()
     bumped, committed = None, False
     try:
-        with changes.committing(), _errors_mapped(), \
+        with change_recorder.committing(), _errors_mapped(), \
                 _facade().writer.using(_Scope()) as session:
             yield session
             # A late RPC call's write is rolled back, not committed.
             deadlines.check()
             # Logged in the same transaction: exactly when it is done.
-            changes.record(session)
+            change_recorder.record(session)
             # The read model's generations of what this wrote: last.
             bumped = generations.bump(session)
         committed = True
         deadlines.committed()
     finally:
         _LOCAL.writing = False
-        changes.end()
+        change_recorder.end()
         generations.end(committed, bumped)
 
 

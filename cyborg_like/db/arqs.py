@@ -21,12 +21,12 @@ import sqlalchemy as sa
 from cyborg_like.common import exception
 from cyborg_like.common import states
 from cyborg_like.db import api
-from cyborg_like.db import availability
 from cyborg_like.db import bitstream_compat
 from cyborg_like.db import conductors
 from cyborg_like.db import device_profiles
+from cyborg_like.db import host_changes
 from cyborg_like.db import hosts
-from cyborg_like.db import leases
+from cyborg_like.db import lease_windows
 from cyborg_like.db import models
 from cyborg_like.db import operations
 from cyborg_like.db import partitions
@@ -265,8 +265,8 @@ def _check_usable(session, deployable, group, host_down_after):
 def _check_not_leased(session, deployable, project_id):
     """Inside a window of a lease of the device, only its lessee binds
     to it (db/leases.py)."""
-    lease = leases.leased_to_other(session, deployable.device_id,
-                                   project_id, hosts.utcnow())
+    lease = lease_windows.leased_to_other(session, deployable.device_id,
+                                          project_id, hosts.utcnow())
     if lease is not None:
         # The ARQ's owner reads the reason: the lease is not named.
         raise exception.BindFailed(
@@ -305,7 +305,7 @@ def _take_handle(session, deployable):
                                     HANDLE.in_use == sa.false())
             .values(in_use=True)).rowcount
         if taken == 1:
-            availability.changed(session, [deployable.device.hostname])
+            host_changes.changed(session, [deployable.device.hostname])
             return session.get(HANDLE, handle_id)
     raise exception.BindFailed(
         reason='No free attach handle on deployable %s.' % deployable.uuid)
@@ -489,12 +489,12 @@ def holding(device_uuids):
         return [row._asdict() for row in rows]
 
 
-def _refuse_bound(arqs):
+def _refuse_bound(arqs, refusal=exception.ARQDeleteBoundForbidden):
     held = sorted((a.uuid, a.state) for a in arqs
                   if a.state in states.HOLDING)
     if held:
         uuid, state = held[0]
-        raise exception.ARQDeleteBoundForbidden(uuid=uuid, state=state)
+        raise refusal(uuid=uuid, state=state)
 
 
 def _get_all(session, uuids, project_id, for_update=False):
@@ -552,7 +552,7 @@ def _free(session, handle):
     confirm = hosts.confirms_releases(session, device.hostname)
     session.execute(sa.update(HANDLE).where(HANDLE.id == handle.id)
                     .values(in_use=False, release_pending=confirm))
-    availability.changed(session, [device.hostname])
+    host_changes.changed(session, [device.hostname])
     return [_release_job(deployable, handle, confirm)]
 
 
@@ -580,7 +580,7 @@ def confirm_release(handle_uuid, erased):
         if handle is None:
             return False
         handle.release_pending = False
-        availability.changed(session, [handle.deployable.device.hostname])
+        host_changes.changed(session, [handle.deployable.device.hostname])
         if erased:
             session.execute(sa.update(models.Deployable).where(
                 models.Deployable.id == handle.deployable_id)

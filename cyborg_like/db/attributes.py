@@ -10,8 +10,8 @@ import sqlalchemy as sa
 
 from cyborg_like.common import exception
 from cyborg_like.db import api
+from cyborg_like.db import host_changes
 from cyborg_like.db import models
-from cyborg_like.db import placement_sync
 
 ATTR = models.Attribute
 
@@ -46,7 +46,7 @@ def create(deployable_id, key, value):
                              value=value, source='api')
             session.add(attribute)
             session.flush()
-            placement_sync.mark_deployable_dirty(session, deployable_id)
+            host_changes.mark_deployable_dirty(session, deployable_id)
             return to_dict(attribute)
     except db_exc.DBDuplicateEntry:
         raise exception.Conflict('Deployable %s already has an attribute '
@@ -56,7 +56,7 @@ def create(deployable_id, key, value):
 def delete(uuid):
     with api.writer() as session:
         attribute = _get(session, uuid)
-        placement_sync.mark_deployable_dirty(session, attribute.deployable_id)
+        host_changes.mark_deployable_dirty(session, attribute.deployable_id)
         session.delete(attribute)
 
 

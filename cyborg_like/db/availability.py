@@ -4,7 +4,8 @@ cursor.
 Every transaction that changes what a host offers (its inventory, a
 device's status, health or drain, a handle taken or given back, the host
 going down or coming back, its Placement aggregates) adds the host to
-``availability_changes``; the newest id is the feed's cursor. A poller
+``availability_changes`` (with db/host_changes.py, which every writer
+imports); the newest id is the feed's cursor. A poller
 holding cursor N asks for the hosts with a change after N and gets only
 theirs; one whose N was pruned away (older than [conductor]
 availability_changes_retention) is told to start over. The log is
@@ -21,8 +22,9 @@ import sqlalchemy as sa
 from cyborg_like.common import exception
 from cyborg_like.common import states
 from cyborg_like.db import api
+from cyborg_like.db import host_changes
 from cyborg_like.db import hosts
-from cyborg_like.db import leases
+from cyborg_like.db import lease_windows
 from cyborg_like.db import models
 
 CHANGE = models.AvailabilityChange
@@ -30,20 +32,12 @@ DEP, DEV, HOST = models.Deployable, models.Device, models.Host
 HANDLE, ATTR = models.AttachHandle, models.Attribute
 
 
-def changed(session, hostnames):
-    """Within the caller's transaction: what these hosts offer changed."""
-    names = sorted({name for name in hostnames if name})
-    if names:
-        now = hosts.utcnow()
-        session.execute(sa.insert(CHANGE), [
-            {'hostname': name, 'changed_at': now} for name in names])
-
-
 def changed_now(hostnames):
-    """In a transaction of its own (a host went down or came back)."""
+    """In a transaction of its own (a host went down or came back); within
+    a writer's transaction, its writers call ``host_changes.changed``."""
     if hostnames:
         with api.writer() as session:
-            changed(session, hostnames)
+            host_changes.changed(session, hostnames)
 
 
 def prune(retention):
@@ -102,7 +96,7 @@ def _changed_since(session, since, cursor):
 
 def _deployables(session, where, host_down_after, at=None):
     cutoff = hosts.utcnow() - datetime.timedelta(seconds=host_down_after)
-    leased = leases.held_devices(session, at=at)
+    leased = lease_windows.held_devices(session, at=at)
     rows = session.execute(
         sa.select(DEP.id, DEP.name, DEP.num_accelerators, DEP.bitstream_id,
                   DEP.device_id,

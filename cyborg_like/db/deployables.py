@@ -9,9 +9,9 @@ from cyborg_like.common import exception
 from cyborg_like.common import listing
 from cyborg_like.db import api
 from cyborg_like.db import bitstream_compat
+from cyborg_like.db import host_changes
 from cyborg_like.db import models
 from cyborg_like.db import operations
-from cyborg_like.db import placement_sync
 
 
 def _query():
@@ -136,7 +136,7 @@ def set_bitstream(uuid, bitstream_id):
         session.execute(sa.update(models.Deployable)
                         .where(models.Deployable.uuid == uuid)
                         .values(bitstream_id=bitstream_id))
-        placement_sync.mark_deployable_dirty(session, deployable_uuid=uuid)
+        host_changes.mark_deployable_dirty(session, deployable_uuid=uuid)
 
 
 def _locked(session, uuid):

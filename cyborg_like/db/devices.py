@@ -5,8 +5,8 @@ import sqlalchemy as sa
 from cyborg_like.common import exception
 from cyborg_like.common import listing
 from cyborg_like.db import api
+from cyborg_like.db import host_changes
 from cyborg_like.db import models
-from cyborg_like.db import placement_sync
 
 
 def list_devices(filters, limit, marker=None, sort_key='created_at',
@@ -57,6 +57,6 @@ def set_status(uuid, status):
             raise exception.DeviceNotFound(uuid=uuid)
         if device.status != status:
             device.status = status
-            placement_sync.mark_dirty(session, [device.hostname])
+            host_changes.mark_dirty(session, [device.hostname])
         session.flush()
         return to_dict(device)

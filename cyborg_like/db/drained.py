@@ -18,9 +18,9 @@ from cyborg_like.common import exception
 from cyborg_like.common import states
 from cyborg_like.db import api
 from cyborg_like.db import devices
+from cyborg_like.db import host_changes
 from cyborg_like.db import models
 from cyborg_like.db import operations
-from cyborg_like.db import placement_sync
 
 DRAINED = 'maintaining'
 
@@ -97,7 +97,7 @@ def _check_idle(session, device, what):
 def _set_status(session, device, status):
     if device.status != status:
         device.status = status
-        placement_sync.mark_dirty(session, [device.hostname])
+        host_changes.mark_dirty(session, [device.hostname])
 
 
 def _driver_name(device, what):

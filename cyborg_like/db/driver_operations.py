@@ -18,10 +18,10 @@ from cyborg_like.common import driver_families
 from cyborg_like.common import exception
 from cyborg_like.common import states
 from cyborg_like.db import api
+from cyborg_like.db import host_changes
 from cyborg_like.db import hosts
 from cyborg_like.db import models
 from cyborg_like.db import operations
-from cyborg_like.db import placement_sync
 
 OP = models.Operation
 DEVICE = models.Device
@@ -87,7 +87,7 @@ def start_in(session, hostname, request, project_id, conductor_uuid=None):
     _drain(session, device_ids, operation.uuid,
            'Driver operation %s (%s %s) in progress.' % (
                operation.uuid, request['action'], family))
-    placement_sync.mark_dirty(session, [hostname])
+    host_changes.mark_dirty(session, [hostname])
     job = {'operation_uuid': operation.uuid, 'hostname': hostname,
            'family': family, 'action': request['action'],
            'parameters': request.get('parameters') or {},
@@ -170,7 +170,7 @@ def finish(uuid, outcome):
         operation.state = states.OPERATION.target(event)
         operation.detail = detail
         operation.result = json.dumps(_result(outcome))
-        placement_sync.mark_dirty(session, [operation.hostname])
+        host_changes.mark_dirty(session, [operation.hostname])
         session.flush()
         return to_dict(operation)
 
@@ -189,7 +189,7 @@ def end_untouched(uuid, event, detail):
             hostname = session.scalar(sa.select(OP.hostname).where(
                 OP.uuid == uuid))
             _undrain(session, uuid)
-            placement_sync.mark_dirty(session, [hostname])
+            host_changes.mark_dirty(session, [hostname])
         return ended == 1
 
 

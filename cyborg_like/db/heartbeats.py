@@ -18,9 +18,9 @@ from cyborg_like.common import read_model
 from cyborg_like.db import api
 from cyborg_like.db import generations
 from cyborg_like.db import health
+from cyborg_like.db import host_changes
 from cyborg_like.db import hosts
 from cyborg_like.db import models
-from cyborg_like.db import placement_sync
 
 HEALTHY, UNHEALTHY = 'healthy', 'unhealthy'
 
@@ -56,8 +56,8 @@ def ingest(beats, retention, policy):
             generations.touch(read_model.ARQS)
         # Drains and recoveries move updated_at: the API's copy hears.
         moves = health.apply(session, verdicts, policy, now)
-        placement_sync.mark_dirty(session, [c[1] for c in changed]
-                                  + [m.hostname for m in moves])
+        host_changes.mark_dirty(session, [c[1] for c in changed]
+                                + [m.hostname for m in moves])
         cutoff = now - datetime.timedelta(seconds=retention)
         session.execute(sa.delete(models.DeviceMetric).where(
             models.DeviceMetric.recorded_at < cutoff))

@@ -14,10 +14,10 @@ from sqlalchemy import orm
 
 from cyborg_like.common import inventory as wire
 from cyborg_like.db import api
+from cyborg_like.db import host_changes
 from cyborg_like.db import hosts
 from cyborg_like.db import models
 from cyborg_like.db import partitions
-from cyborg_like.db import placement_sync
 
 LOG = logging.getLogger(__name__)
 
@@ -53,7 +53,7 @@ def reconcile(hostname, devices, inventory_hash):
             summary['removed'] += 1
         hosts.set_inventory_hash(session, hostname, inventory_hash)
         if summary['added'] or summary['updated'] or summary['removed']:
-            placement_sync.mark_dirty(session, [hostname])
+            host_changes.mark_dirty(session, [hostname])
     return summary
 
 

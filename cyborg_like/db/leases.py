@@ -12,7 +12,8 @@ ever lent twice at once. It also refuses devices another project's
 workload holds, unless the caller may preempt (``cyborg:lease:preempt``),
 and keeps each project within its lease limits (lease_limits.py).
 
-Binding reads the windows' times (``leased_to_other``): inside a window
+Binding reads the windows' times (``leased_to_other``, in
+lease_windows.py with the other predicates over windows): inside a window
 only the lessee's ARQs bind to the devices, whatever the periodic has
 done yet. Placement and the availability feed read the windows' states,
 which the conductors' lease periodic moves at the boundaries
@@ -41,17 +42,16 @@ from cyborg_like.common import recurrence
 from cyborg_like.common import states
 from cyborg_like.db import api
 from cyborg_like.db import arqs
-from cyborg_like.db import availability
+from cyborg_like.db import host_changes
 from cyborg_like.db import lease_limits
+from cyborg_like.db import lease_windows
 from cyborg_like.db import models
-from cyborg_like.db import placement_sync
 
 LEASE, WINDOW, LDEV = models.Lease, models.LeaseWindow, models.LeaseDevice
 DEV, DEP, ATTR = models.Device, models.Deployable, models.Attribute
 ARQ, HANDLE = models.ExtARQ, models.AttachHandle
 
-LIVE_WINDOWS = tuple(s for s in states.LEASE_WINDOW.states
-                     if s not in states.LEASE_WINDOW.terminal)
+LIVE_WINDOWS = lease_windows.LIVE_WINDOWS
 
 
 def _seconds(value):
@@ -110,7 +110,7 @@ def create(values, project_id, now, horizon_days, max_windows, grace,
             {'lease_id': lease.id, 'starts_at': s, 'ends_at': e,
              'state': states.WINDOW_SCHEDULED} for s, e in windows])
         # What these hosts offer ahead changed (the feed's ?at=).
-        availability.changed(session, [d.hostname for d in devices])
+        host_changes.changed(session, [d.hostname for d in devices])
         return _views(session, [lease], now)[0]
 
 
@@ -341,7 +341,7 @@ def _extend(session, leases, horizon, max_windows, grace):
                     {'lease_id': lease.id, 'starts_at': s, 'ends_at': e,
                      'state': states.WINDOW_SCHEDULED} for s, e in windows])
                 added += len(windows)
-                availability.changed(session, [
+                host_changes.changed(session, [
                     d.hostname for d in devices[lease.id]])
         lease.planned_until = horizon
     return added
@@ -504,7 +504,7 @@ def end(uuid, event, now, project_id=None):
             released, unbound, asked = _unbind_lessee(
                 session, {lease.project_id: [d.id for d in devices]},
                 reason, now)
-        placement_sync.mark_dirty(session, [d.hostname for d in devices])
+        host_changes.mark_dirty(session, [d.hostname for d in devices])
         session.flush()
         session.refresh(lease)
         return _views(session, [lease], now)[0], released, unbound, asked
@@ -814,55 +814,5 @@ def _apply(session, rows, event):
 def _mark(session, lease_ids):
     """What Placement shows of these leases' hosts changed."""
     devices = _devices_of(session, sorted(set(lease_ids)))
-    placement_sync.mark_dirty(session, [
+    host_changes.mark_dirty(session, [
         d.hostname for found in devices.values() for d in found])
-
-
-# What binding, Placement and the feed ask.
-
-def leased_to_other(session, device_id, project_id, now):
-    """The window (with the lease's uuid) in which ``device_id`` is lent
-    to a project other than ``project_id`` at ``now``, or None."""
-    others = [] if project_id is None else [LEASE.project_id != project_id]
-    return session.execute(
-        sa.select(LEASE.uuid, WINDOW.ends_at)
-        .join(WINDOW, WINDOW.lease_id == LEASE.id)
-        .join(LDEV, LDEV.lease_id == LEASE.id)
-        .where(LDEV.device_id == device_id,
-               LEASE.state == states.LEASE_ACTIVE,
-               WINDOW.state.in_(LIVE_WINDOWS),
-               WINDOW.starts_at <= now, WINDOW.ends_at > now, *others)
-        .limit(1)).first()
-
-
-def in_window(device_id_column, now, project_id=None, other=True):
-    """An EXISTS clause for a query over devices: the device is in a
-    window at ``now`` of a lease of another project than ``project_id``
-    (``other``) or of that project (not ``other``)."""
-    mine = LEASE.project_id == (project_id or '')
-    return sa.exists(
-        sa.select(WINDOW.id)
-        .join(LEASE, LEASE.id == WINDOW.lease_id)
-        .join(LDEV, LDEV.lease_id == LEASE.id)
-        .where(LDEV.device_id == device_id_column,
-               LEASE.state == states.LEASE_ACTIVE,
-               WINDOW.state.in_(LIVE_WINDOWS),
-               WINDOW.starts_at <= now, WINDOW.ends_at > now,
-               ~mine if other else mine))
-
-
-def held_devices(session, device_ids=None, at=None):
-    """Ids of the devices a lease holds: in an open (or noticed) window,
-    as the periodic left them; or, ``at`` a time, in a window then."""
-    query = (sa.select(LDEV.device_id)
-             .join(LEASE, LEASE.id == LDEV.lease_id)
-             .join(WINDOW, WINDOW.lease_id == LEASE.id)
-             .where(LEASE.state == states.LEASE_ACTIVE))
-    if at is None:
-        query = query.where(WINDOW.state.in_(states.HOLDING_WINDOWS))
-    else:
-        query = query.where(WINDOW.state.in_(LIVE_WINDOWS),
-                            WINDOW.starts_at <= at, WINDOW.ends_at > at)
-    if device_ids is not None:
-        query = query.where(LDEV.device_id.in_(device_ids))
-    return set(session.scalars(query.distinct()))

@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from sqlalchemy import orm
 
 
-def _utcnow():
+def utcnow():
     return datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
 
 
@@ -22,9 +22,9 @@ class Base(orm.DeclarativeBase):
 
 class TimestampMixin:
     created_at: orm.Mapped[datetime.datetime] = orm.mapped_column(
-        sa.DateTime, default=_utcnow, nullable=False)
+        sa.DateTime, default=utcnow, nullable=False)
     updated_at: orm.Mapped[datetime.datetime | None] = orm.mapped_column(
-        sa.DateTime, onupdate=_utcnow)
+        sa.DateTime, onupdate=utcnow)
 
 
 class Conductor(TimestampMixin, Base):
@@ -636,7 +636,7 @@ class Change(Base):
     written: orm.Mapped[str] = orm.mapped_column(sa.String(1024))
     target: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
     created_at: orm.Mapped[datetime.datetime] = orm.mapped_column(
-        sa.DateTime, default=_utcnow)
+        sa.DateTime, default=utcnow)
 
 
 class QuotaLimit(Base):

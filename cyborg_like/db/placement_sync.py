@@ -3,11 +3,12 @@
 A host is *dirty* while Placement may not match it. Whatever changes what
 Placement shows of a host (its inventory, a device's status or health, a
 deployable's bitstream or attributes) bumps ``hosts.placement_dirty`` in
-its own transaction, with ``mark_dirty`` below. The sync remembers the
-value it started from and resets it only if nothing bumped it meanwhile,
-so a change that lands during a sync is never lost. A conductor claims a
-host (``placement_claimed_until``) before syncing it, so that conductors
-share the dirty hosts instead of each syncing all of them.
+its own transaction, with ``mark_dirty`` of db/host_changes.py. The sync
+remembers the value it started from and resets it only if nothing bumped
+it meanwhile, so a change that lands during a sync is never lost. A
+conductor claims a host (``placement_claimed_until``) before syncing it,
+so that conductors share the dirty hosts instead of each syncing all of
+them.
 """
 
 import json
@@ -17,43 +18,19 @@ import sqlalchemy as sa
 from sqlalchemy import orm
 
 from cyborg_like.db import api
-from cyborg_like.db import availability
+from cyborg_like.db import host_changes
 from cyborg_like.db import hosts
-from cyborg_like.db import leases
+from cyborg_like.db import lease_windows
 from cyborg_like.db import models
 
 HOST = models.Host
-
-
-def mark_dirty(session, hostnames):
-    """Within the caller's transaction: these hosts need a sync. What they
-    offer changed too, as the availability feed shows it."""
-    names = sorted(set(hostnames))
-    availability.changed(session, names)
-    if names:
-        session.execute(
-            sa.update(HOST).where(HOST.hostname.in_(names))
-            .values(placement_dirty=HOST.placement_dirty + 1)
-            .execution_options(synchronize_session=False))
 
 
 def mark_dirty_now(hostnames):
     """In a transaction of its own: these hosts need a sync."""
     if hostnames:
         with api.writer() as session:
-            mark_dirty(session, hostnames)
-
-
-def mark_deployable_dirty(session, deployable_id=None, deployable_uuid=None):
-    """Within the caller's transaction: the host of a deployable."""
-    query = (sa.select(models.Device.hostname)
-             .join(models.Deployable,
-                   models.Deployable.device_id == models.Device.id))
-    if deployable_id is not None:
-        query = query.where(models.Deployable.id == deployable_id)
-    else:
-        query = query.where(models.Deployable.uuid == deployable_uuid)
-    mark_dirty(session, session.scalars(query).all())
+            host_changes.mark_dirty(session, hostnames)
 
 
 def mark_unsynced_dirty(synced_before):
@@ -130,7 +107,7 @@ def set_aggregates(hostname, aggregates):
             .values(aggregates=value)
             .execution_options(synchronize_session=False))
         if result.rowcount:
-            availability.changed(session, [hostname])
+            host_changes.changed(session, [hostname])
         return bool(result.rowcount)
 
 
@@ -165,7 +142,7 @@ def host_deployables(hostname):
     with api.reader() as session:
         found = session.scalars(query).unique().all()
         # Lent in a window now: reserved whole (db/leases.py).
-        leased = leases.held_devices(
+        leased = lease_windows.held_devices(
             session, sorted({d.device_id for d in found})) if found else ()
         return [dict(_to_dict(d), leased=d.device_id in leased)
                 for d in found]

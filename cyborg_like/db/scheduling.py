@@ -29,7 +29,7 @@ from cyborg_like.db import api
 from cyborg_like.db import arqs
 from cyborg_like.db import device_profiles
 from cyborg_like.db import hosts
-from cyborg_like.db import leases
+from cyborg_like.db import lease_windows
 from cyborg_like.db import models
 
 ARQ = models.ExtARQ
@@ -144,8 +144,8 @@ def _bindable(resource_class, hostname, host_down_after, project_id=None):
                   DEVICE.hostname, DEVICE.std_board_info,
                   # Lent to the ARQ's project now (db/leases.py): its
                   # Placement inventory is reserved, so it is not claimed.
-                  leases.in_window(DEVICE.id, now, project_id,
-                                   other=False).label('leased'))
+                  lease_windows.in_window(DEVICE.id, now, project_id,
+                                          other=False).label('leased'))
         .join(DEVICE, DEVICE.id == DEPLOYABLE.device_id)
         .join(models.Host, models.Host.hostname == DEVICE.hostname)
         .join(rc, sa.and_(rc.deployable_id == DEPLOYABLE.id, rc.key == 'rc'))
@@ -161,7 +161,7 @@ def _bindable(resource_class, hostname, host_down_after, project_id=None):
                DEVICE.service_state != states.DRAINED,
                models.Host.last_heartbeat >= cutoff,
                # Inside a window of another project's lease: not ours.
-               ~leases.in_window(DEVICE.id, now, project_id),
+               ~lease_windows.in_window(DEVICE.id, now, project_id),
                sa.or_(_DEPLOYABLES.c.free > 0, _DEPLOYABLES.c.pending > 0)))
     if hostname:
         query = query.where(DEVICE.hostname == hostname)

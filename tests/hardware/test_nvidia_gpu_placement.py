@@ -21,7 +21,8 @@ from cyborg_like.db import placement_sync
 from tests.functional import cloud as cloud_module
 from tests.hardware.nvml.devices import H100_ADDRESS
 from tests.hardware.nvml.devices import H100_UUID
-from tests.placement.conftest import PlacementServer
+# The real Placement, one server for the session.
+from tests.placement.conftest import placement_server  # noqa: F401
 
 pytest_plugins = ('tests.hardware.nvml.fixtures',)
 
@@ -36,18 +37,8 @@ PF_TYPE, PF_TYPE_NAME, PF_AVAILABLE = 'nvidia-471', 'NVIDIA H100-4C', 20
 MIG_TYPE, MIG_TYPE_NAME, MIG_MAX = 'nvidia-1130', 'NVIDIA H100-1-10C', 7
 
 
-@pytest.fixture(scope='module')
-def placement_server(tmp_path_factory):
-    server = PlacementServer(str(tmp_path_factory.mktemp('placement')))
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
 @pytest.fixture
-def placement(placement_server):
+def placement(placement_server):  # noqa: F811 (the imported fixture)
     placement_server.wipe()
     placement_server.request('POST', '/resource_providers',
                              {'name': cloud_module.HOST}, expect=200)

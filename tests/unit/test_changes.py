@@ -11,22 +11,9 @@ import sqlalchemy as sa
 from cyborg_like.common import context
 from cyborg_like.common import deadlines
 from cyborg_like.common import exception
-from cyborg_like.conf import CONF
 from cyborg_like.db import api as db_api
 from cyborg_like.db import changes
-from cyborg_like.db import migration
 from cyborg_like.db import models
-
-
-@pytest.fixture
-def database(tmp_path):
-    CONF.set_override('connection', 'sqlite:///%s/db.sqlite' % tmp_path,
-                      group='database')
-    db_api.dispose()
-    migration.upgrade()
-    yield
-    db_api.dispose()
-    CONF.clear_override('connection', group='database')
 
 
 def _caller(deadline=None):
@@ -49,7 +36,7 @@ def _log():
     return changes.list_changes({}, 100)
 
 
-def test_a_calls_transactions_make_one_record(database):
+def test_a_calls_transactions_make_one_record(migrated_db):
     with deadlines.serving(_caller(), 'create_things', {'name': 'x'}):
         _add_host('h1')
         _add_profile('p')
@@ -62,7 +49,7 @@ def test_a_calls_transactions_make_one_record(database):
     assert change['target'] == ['x', 'uuid-p']
 
 
-def test_a_rolled_back_write_leaves_no_record(database):
+def test_a_rolled_back_write_leaves_no_record(migrated_db):
     late = _caller(deadline=time.time() - 1)
     with deadlines.serving(late, 'create_things'), \
             pytest.raises(exception.RequestDeadlinePassed):
@@ -70,7 +57,7 @@ def test_a_rolled_back_write_leaves_no_record(database):
     assert _log() == []
 
 
-def test_a_later_transaction_that_fails_leaves_the_record(database):
+def test_a_later_transaction_that_fails_leaves_the_record(migrated_db):
     caller = _caller()
     with deadlines.serving(caller, 'create_things'):
         _add_host('h1')
@@ -81,7 +68,7 @@ def test_a_later_transaction_that_fails_leaves_the_record(database):
     assert change['written'] == ['device_profiles', 'hosts']
 
 
-def test_a_failed_first_commit_leaves_the_next_to_record(database):
+def test_a_failed_first_commit_leaves_the_next_to_record(migrated_db):
     caller = _caller()
     _add_host('taken')
     with deadlines.serving(caller, 'create_things'):
@@ -93,7 +80,7 @@ def test_a_failed_first_commit_leaves_the_next_to_record(database):
     assert change['written'] == ['device_profiles']
 
 
-def test_agents_reports_and_work_outside_calls_are_not_logged(database):
+def test_agents_reports_and_work_outside_calls_are_not_logged(migrated_db):
     for method in changes.UNRECORDED:
         with deadlines.serving(_caller(), method):
             _add_host(method)
@@ -101,14 +88,14 @@ def test_agents_reports_and_work_outside_calls_are_not_logged(database):
     assert _log() == []
 
 
-def test_reads_write_nothing_and_leave_nothing(database):
+def test_reads_write_nothing_and_leave_nothing(migrated_db):
     with deadlines.serving(_caller(), 'get_things'):
         with db_api.reader() as session:
             session.scalars(sa.select(models.Host)).all()
     assert _log() == []
 
 
-def test_old_records_are_pruned(database):
+def test_old_records_are_pruned(migrated_db):
     with deadlines.serving(_caller(), 'create_things'):
         _add_host('h1')
     changes.prune(3600)
