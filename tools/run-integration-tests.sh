@@ -23,6 +23,8 @@ if ! command -v prometheus >/dev/null && [ "$(id -u)" = 0 ]; then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus >/dev/null
 fi
 tools/setup-venv.sh
+# test_cyborg_tempest.py: Cyborg's own API tests, in a venv of their own.
+tools/setup-tempest-venv.sh
 # Bytecode caches are written even where the environment says not to
 # (PYTHONDONTWRITEBYTECODE): every pytest worker and every service the
 # tests start would otherwise compile the project's modules, and pytest

@@ -22,10 +22,13 @@ class ContextHook(hooks.PecanHook):
         ctx = context.RequestContext.from_environ(state.request.environ)
         if self.noauth:
             # No authentication: the caller is whoever its X-Project-Id and
-            # X-Roles headers say, by default an admin of NOAUTH_PROJECT.
+            # X-Roles headers say, by default an admin of NOAUTH_PROJECT
+            # who also holds Nova's service token (what only Nova may do,
+            # such as deleting a Bound request, needs one).
             ctx.project_id = ctx.project_id or NOAUTH_PROJECT
             if not ctx.roles:
                 ctx.roles = ['admin', 'member', 'reader']
+                ctx.service_roles = ctx.service_roles or ['service']
         # Who the caller is, decided once by policy (rules in
         # cyborg_like/policies/base.py) and carried to the conductor.
         ctx.is_admin = policy.check('context_is_admin', ctx)

@@ -119,6 +119,12 @@ class DeviceProfileExists(Conflict):
     error_code = 'accel.device_profile.exists'
 
 
+class DeviceProfileUuidExists(Conflict):
+    # Cyborg answers 500 (its database's error); a conflict is a 409.
+    msg_fmt = 'A device profile with uuid %(uuid)s already exists.'
+    error_code = 'accel.device_profile.uuid_exists'
+
+
 class DeviceProfileInUse(Conflict):
     msg_fmt = ('Device profile %(name)s is used by %(count)d accelerator '
                'request(s); delete them first.')
@@ -152,9 +158,19 @@ class BindingSuperseded(Conflict):
 
 
 class ARQDeleteBoundForbidden(Forbidden):
-    msg_fmt = ("Policy doesn't allow cyborg:arq:delete_bound to be "
-               'performed: accelerator request %(uuid)s is %(state)s.')
+    # Cyborg's words ("requires a service token"): its tests and clients
+    # match on them. Only Nova may free a device a guest holds.
+    msg_fmt = ('Accelerator request %(uuid)s is %(state)s: deleting it '
+               'requires a service token. Use the Compute API to manage '
+               'instance accelerators.')
     error_code = 'accel.arq.delete_bound_forbidden'
+
+
+class ARQUnbindBoundForbidden(Forbidden):
+    msg_fmt = ('Accelerator request %(uuid)s is %(state)s: unbinding it '
+               'requires a service token. Use the Compute API to manage '
+               'instance accelerators.')
+    error_code = 'accel.arq.unbind_bound_forbidden'
 
 
 class BindFailed(CyborgLikeException):

@@ -304,8 +304,11 @@ class ConductorManager:
         attributes.delete(uuid)
 
     # Device profiles.
-    def create_device_profile(self, context, name, groups, description):
-        return device_profiles.create(name, groups, description)
+    def create_device_profile(self, context, name, groups, description,
+                              uuid=None):
+        """``uuid``: the one the client posted, kept as Cyborg keeps it
+        (1.25)."""
+        return device_profiles.create(name, groups, description, uuid=uuid)
 
     def list_device_profiles(self, context, names, limit, marker, sort_key,
                              sort_dir):
@@ -435,9 +438,13 @@ class ConductorManager:
                        fields['instance_uuid'], time.monotonic(),
                        fields['hostname'])
 
-    def unbind_arqs(self, context, uuids):
+    def unbind_arqs(self, context, uuids, unbind_bound=True):
+        """``unbind_bound``: the API's policy decision
+        (cyborg:arq:unbind_bound, 1.25); an API from before 1.25 decided
+        the whole unbind by cyborg:arq:update alone."""
         started = time.monotonic()
-        released = arqs.unbind(uuids, project_id=project_scope(context))
+        released = arqs.unbind(uuids, project_id=project_scope(context),
+                               unbind_bound=unbind_bound)
         self._release(context, released)
         self.claims.sync_stale(uuids)
         for item in released:

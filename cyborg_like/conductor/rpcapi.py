@@ -56,6 +56,12 @@ History (bump the minor version for every compatible change, and note it):
          lease may take devices other projects' workloads hold); never
          sent to older conductors, which preempt always: a lease that may
          not preempt is refused (409) until they are upgraded
+* 1.25 - unbind_arqs takes unbind_bound (the API's policy decision that
+         the caller may unbind Bound and BindStarted requests); never
+         sent to older conductors, which unbind whatever they are told:
+         an unbind that may not take a device from a guest is refused
+         (409) until they are upgraded; create_device_profile takes uuid
+         (the one the client posted, kept as Cyborg keeps it)
 """
 
 import oslo_messaging as messaging
@@ -76,7 +82,7 @@ READS = frozenset((
     'list_device_profiles', 'list_devices', 'list_hosts', 'list_leases',
     'list_operations', 'list_rollout_targets', 'list_rollouts',
     'read_model_snapshot'))
-RPC_API_VERSION = '1.24'
+RPC_API_VERSION = '1.25'
 
 
 class ConductorAPI:
@@ -203,9 +209,18 @@ class ConductorAPI:
         return found[:limit] if limit is not None else found
 
     # Device profiles (1.1).
-    def create_device_profile(self, context, name, groups, description):
-        return self._call(context, 'create_device_profile', version='1.1',
-                          name=name, groups=groups, description=description)
+    def create_device_profile(self, context, name, groups, description,
+                              uuid=None):
+        """``uuid``: the client's (1.25); an older conductor would make
+        another, so a profile with one is not sent to it."""
+        if uuid is not None:
+            self._require('1.25', 'keep the uuid a device profile is '
+                          'posted with')
+        version, kwargs = self._newer('1.1', {
+            'name': name, 'groups': groups, 'description': description},
+            '1.25', uuid=uuid)
+        return self._call(context, 'create_device_profile', version=version,
+                          **kwargs)
 
     def list_device_profiles(self, context, names, limit, marker, sort_key,
                              sort_dir):
@@ -248,8 +263,16 @@ class ConductorAPI:
         return self._call(context, 'bind_arqs', version='1.1',
                           bindings=bindings)
 
-    def unbind_arqs(self, context, uuids):
-        return self._call(context, 'unbind_arqs', version='1.1', uuids=uuids)
+    def unbind_arqs(self, context, uuids, unbind_bound=True):
+        """``unbind_bound``: the API's policy decision (1.25). An older
+        conductor unbinds Bound requests for anyone, so an unbind that
+        may not is not sent to it."""
+        if not unbind_bound:
+            self._require('1.25', 'unbind accelerator requests without '
+                          'Nova')
+        version, kwargs = self._newer('1.1', {'uuids': uuids}, '1.25',
+                                      unbind_bound=unbind_bound)
+        return self._call(context, 'unbind_arqs', version=version, **kwargs)
 
     def delete_arqs(self, context, uuids=None, instance_uuid=None,
                     delete_bound=False):

@@ -382,15 +382,19 @@ def _fail(session, arq, reason):
 
 
 @api.retry_on_deadlock
-def unbind(uuids, project_id=None):
+def unbind(uuids, project_id=None, unbind_bound=True):
     """BindStarted/Bound/BindFailed -> Unbound, giving handles back.
 
     Returns the handles the agents should release. ARQs already unbound
-    or never bound are left as they are, so Nova may retry.
+    or never bound are left as they are, so Nova may retry. Unless
+    ``unbind_bound``, one Bound or BindStarted ARQ among them unbinds
+    none (checked on the rows this transaction locked).
     """
     with api.writer() as session:
-        return unbind_rows(session, _get_all(session, uuids, project_id,
-                                             for_update=True))
+        arqs = _get_all(session, uuids, project_id, for_update=True)
+        if not unbind_bound:
+            _refuse_bound(arqs, exception.ARQUnbindBoundForbidden)
+        return unbind_rows(session, arqs)
 
 
 def unbind_rows(session, arqs, reason=None):

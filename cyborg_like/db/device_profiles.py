@@ -22,7 +22,17 @@ def create(name, groups, description=None, uuid=None):
             session.flush()
             return to_dict(profile)
     except db_exc.DBDuplicateEntry:
+        # Which unique key was hit, asked of the data rather than parsed
+        # from each database's own error text.
+        if uuid is not None and _uuid_taken(uuid):
+            raise exception.DeviceProfileUuidExists(uuid=uuid)
         raise exception.DeviceProfileExists(name=name)
+
+
+def _uuid_taken(uuid):
+    with api.reader() as session:
+        return session.scalar(sa.select(models.DeviceProfile.id).where(
+            models.DeviceProfile.uuid == uuid)) is not None
 
 
 def list_profiles(names, limit, marker=None, sort_key='created_at',

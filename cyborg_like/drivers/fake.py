@@ -18,6 +18,10 @@ from cyborg_like.common import inventory
 from cyborg_like.drivers import base
 from cyborg_like.drivers import pci
 
+# The trait Cyborg's fake driver reports: profiles written for it (the
+# scenario tests of cyborg-tempest-plugin) find the default devices.
+FAKE_DEVICE_TRAIT = 'CUSTOM_FAKE_DEVICE'
+
 DEFAULT_INVENTORY = {
     'devices': [
         {'type': 'FPGA', 'vendor': '0x8086', 'model': 'PAC Arria 10 GX',
@@ -27,11 +31,13 @@ DEFAULT_INVENTORY = {
          'deployables': [
              {'name': 'region0', 'bitstream_id': None,
               'attributes': {'rc': 'FPGA', 'trait0': 'CUSTOM_FPGA_INTEL',
-                             'trait1': 'CUSTOM_FPGA_REGION_0'},
+                             'trait1': 'CUSTOM_FPGA_REGION_0',
+                             'trait2': FAKE_DEVICE_TRAIT},
               'pci_functions': ['0000:5e:00.1']},
              {'name': 'region1', 'bitstream_id': None,
               'attributes': {'rc': 'FPGA', 'trait0': 'CUSTOM_FPGA_INTEL',
-                             'trait1': 'CUSTOM_FPGA_REGION_1'},
+                             'trait1': 'CUSTOM_FPGA_REGION_1',
+                             'trait2': FAKE_DEVICE_TRAIT},
               'pci_functions': ['0000:5e:00.2']}]},
         {'type': 'GPU', 'vendor': '0x10de', 'model': 'Tesla T4',
          'pci_address': '0000:af:00.0',
@@ -39,7 +45,8 @@ DEFAULT_INVENTORY = {
          'deployables': [
              {'name': 'gpu0',
               'attributes': {'rc': 'PGPU', 'trait0': 'CUSTOM_GPU_NVIDIA',
-                             'trait1': 'CUSTOM_GPU_TESLA_T4'},
+                             'trait1': 'CUSTOM_GPU_TESLA_T4',
+                             'trait2': FAKE_DEVICE_TRAIT},
               'pci_functions': ['0000:af:00.0']}]},
     ]
 }

@@ -15,17 +15,19 @@ rules = [
     base.operation(
         'cyborg:arq:update', base.SERVICE_OR_ADMIN,
         'Bind or unbind accelerator requests. Default: Nova (service) or '
-        'cloud admin. Cyborg (2026.1) lets project members bind too '
-        '(project_member_or_service); here a member could otherwise bind '
-        "a request to a host and device of their choosing, or unbind one "
-        'a running instance holds, freeing its device while the VM still '
-        'uses it.', 'PATCH', _PATH),
+        'cloud admin. Cyborg names project members too '
+        '(project_member_or_service) but then requires Nova\'s service '
+        'token in code for every bind and unbind; here a member could '
+        'otherwise bind a request to a host and device of their '
+        'choosing. A cloud admin may bind, and unbind requests that hold '
+        'no device, without it; unbinding a Bound one also needs '
+        'cyborg:arq:unbind_bound (docs/compatibility.md).', 'PATCH', _PATH),
     base.operation(
         'cyborg:arq:bind_project_id', base.ADMIN,
         'Name the owning project in a bind (project_id, microversion '
-        '2.1 and later). Cyborg checks only the microversion; the '
-        'default here is cloud admin, as a project must not hand its '
-        'requests (and their quota usage) to another.', 'PATCH', _PATH),
+        '2.1 and later). Default: cloud admin, as Cyborg 17 checks in '
+        'code: a project must not hand its requests (and their quota '
+        'usage) to another.', 'PATCH', _PATH),
     base.operation(
         'cyborg:arq:schedule', base.PROJECT_MEMBER_OR_SERVICE,
         'Bind an accelerator request without Nova, the conductor picking '
@@ -43,11 +45,24 @@ rules = [
         'Unbound, BindFailed); deleting one that is Bound or BindStarted '
         'also needs cyborg:arq:delete_bound.', 'DELETE', _PATH),
     base.operation(
-        'cyborg:arq:delete_bound', base.SERVICE_OR_ADMIN,
+        'cyborg:arq:delete_bound', base.SERVICE,
         'Delete accelerator requests that are Bound or BindStarted: a '
-        'device an instance holds or is being given. Default: Nova '
-        '(service) or cloud admin; Cyborg has no such rule '
-        '(cyborg:arq:delete alone decides). A delete naming any such '
-        'request the caller may not delete deletes nothing (403).',
+        'device an instance holds or is being given. Default: Nova only '
+        '(the service role, its own token or its X-Service-Token), a '
+        'cloud admin too needs the service token, as in Cyborg (which '
+        'checks it in code): an admin who deletes a bound request '
+        "behind Nova's back leaves a guest holding a device the service "
+        'then hands out again. A delete naming any such request the '
+        'caller may not delete deletes nothing (403, "requires a '
+        'service token"). See docs/compatibility.md.',
         'DELETE', _PATH),
+    base.operation(
+        'cyborg:arq:unbind_bound', base.SERVICE,
+        'Unbind accelerator requests that are Bound or BindStarted '
+        '(besides cyborg:arq:update). Default: Nova only, a cloud admin '
+        'too needs the service token, as in Cyborg, for the reason of '
+        'cyborg:arq:delete_bound; an admin may still unbind requests '
+        'that hold no device (BindFailed). An unbind naming any such '
+        'request unbinds nothing (403, "requires a service token").',
+        'PATCH', _PATH),
 ]

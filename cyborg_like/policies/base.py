@@ -15,6 +15,7 @@ these rules (``context_is_admin``, ``all_projects_api``) at the API.
 from oslo_policy import policy
 
 ADMIN = 'rule:admin_api'
+SERVICE = 'rule:service_api'
 SERVICE_OR_ADMIN = 'rule:service_or_admin'
 PROJECT_READER_OR_ADMIN = 'rule:project_reader_or_admin'
 PROJECT_MEMBER_OR_ADMIN = 'rule:project_member_or_admin'
@@ -91,4 +92,7 @@ CLOUD_INVENTORY = (
     "cloud's hardware, not a project's: a manager of any project would "
     'see every host and device of the cloud. The rule is checked against '
     'a target without a project, so a project-scoped rule written here '
-    'never passes.')
+    'never passes. For Cyborg\'s behaviour on devices, deployables and '
+    'attributes (Cyborg has no hosts), use the shipped '
+    'policy-cyborg-compatible.yaml (role:manager or rule:admin_api); '
+    'docs/compatibility.md lists every difference from Cyborg.')

@@ -20,7 +20,8 @@ METHODS = ('get', 'post', 'put', 'patch', 'delete')
 # Asked with policy.check, which changes what is done rather than refusing
 # (tests/functional/test_policy_scoping.py and test_leases.py show their
 # effect).
-CHECKED_ONLY = {'cyborg:arq:delete_bound', 'cyborg:lease:preempt'}
+CHECKED_ONLY = {'cyborg:arq:delete_bound', 'cyborg:arq:unbind_bound',
+                'cyborg:lease:preempt'}
 
 
 def _routes():

@@ -141,3 +141,26 @@ def test_conductor_refuses_to_delete_bound_unless_told(default_cloud):
                                     delete_bound=True)
     assert _call(cloud, 'GET', '/v2/accelerator_requests', ADMIN)[1][
         'arqs'] == []
+
+
+def test_conductor_refuses_to_unbind_bound_unless_told(default_cloud):
+    """As for deletes (RPC 1.25): an unbind naming a Bound request the
+    caller may not unbind unbinds none of them; told it may, it does."""
+    cloud = default_cloud
+    bound = _create(cloud, member('p1'))
+    assert _bind(cloud, NOVA, bound, str(uuid.uuid4()),
+                 cloud.gpu_rps[0])[0] == 202
+    _bound(cloud, bound)
+    unbound = _create(cloud, member('p1'))
+    admin = context_lib.RequestContext(project_id='admin', roles=['admin'],
+                                       is_admin=True, all_projects=True)
+    with pytest.raises(exception.ARQUnbindBoundForbidden,
+                       match='requires a service token'):
+        cloud.conductor_api.unbind_arqs(admin, [unbound, bound],
+                                        unbind_bound=False)
+    assert _state(cloud, bound) == 'Bound'
+    cloud.conductor_api.unbind_arqs(admin, [unbound, bound],
+                                    unbind_bound=True)
+    assert (_state(cloud, unbound), _state(cloud, bound)) == (
+        'Initial', 'Unbound')
+    cloud.conductor_api.delete_arqs(admin, uuids=[unbound, bound])

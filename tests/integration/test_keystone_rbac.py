@@ -65,8 +65,9 @@ arqs:list                 200   200    200    200    200    401  401
 arqs:show                 200   200    200    200    200    401  401
 arqs:bind                 202   403    403    403    202    401  401
 arqs:unbind               202   403    403    403    202    401  401
+arqs:unbind_bound         403   403    403    403    202    401  401
 arqs:delete               204   204    204    403    204    401  401
-arqs:delete_bound         204   403    403    403    204    401  401
+arqs:delete_bound         403   403    403    403    204    401  401
 arqs:bind_project_id      202   403    403    403    403    401  401
 arqs:schedule             202   202    202    403    202    401  401
 attributes:list           200   403    403    403    403    401  401
@@ -129,6 +130,7 @@ RULES = {
     'arqs:show': 'cyborg:arq:get_one',
     'arqs:bind': 'cyborg:arq:update',
     'arqs:unbind': 'cyborg:arq:update',
+    'arqs:unbind_bound': 'cyborg:arq:unbind_bound',
     'arqs:bind_project_id': 'cyborg:arq:bind_project_id',
     'arqs:delete': 'cyborg:arq:delete',
     'arqs:delete_bound': 'cyborg:arq:delete_bound',
@@ -190,6 +192,7 @@ SERVICE_TOKEN_MATRIX = """
 operation         nova-for-member member-alone member-forged member-as-service
 arqs:bind                202          403          403           401
 arqs:unbind              202          403          403           401
+arqs:unbind_bound        202          403          403           401
 arqs:delete_bound        204          403          403           401
 arqs:list                200          200          200           401
 devices:list             403          403          403           401
@@ -271,11 +274,12 @@ class Env:
         return arq
 
     def delete_arqs(self, *uuids):
-        """Clean-up as the admin (who sees every project's)."""
+        """Clean-up as Nova (who sees every project's, and alone may
+        delete Bound requests)."""
         uuids = [u for u in uuids if u]
         if uuids:
             self.ok('DELETE', '/v2/accelerator_requests?arqs=%s'
-                    % ','.join(uuids), status=204)
+                    % ','.join(uuids), who='service', status=204)
 
     def new_image(self):
         """A queued catalog image (its data not uploaded yet)."""
@@ -436,17 +440,35 @@ def _arqs_schedule(env, who):
         env.delete_arqs(arq)
 
 
+def _unbind(env, who, arq):
+    return env.call('PATCH', '/v2/accelerator_requests', who,
+                    json={arq: [{'op': 'remove', 'path': '/hostname'},
+                                {'op': 'remove', 'path': '/device_rp_uuid'},
+                                {'op': 'remove', 'path': '/instance_uuid'}]})
+
+
 def _arqs_unbind(env, who):
+    """An unbind of a request that holds no device: cyborg:arq:update."""
+    arq = env.new_arq()
+    try:
+        resp = _unbind(env, who, arq)
+        state = env.ok('GET', '/v2/accelerator_requests/%s' % arq)['state']
+        assert state == 'Initial'
+        return resp
+    finally:
+        env.delete_arqs(arq)
+
+
+def _arqs_unbind_bound(env, who):
+    """Taking a device from a guest: Nova only, an admin too needs its
+    service token (cyborg:arq:unbind_bound), in Cyborg's words."""
     arq = env.bound_arq()
     try:
-        resp = env.call('PATCH', '/v2/accelerator_requests', who,
-                        json={arq: [{'op': 'remove', 'path': '/hostname'},
-                                    {'op': 'remove',
-                                     'path': '/device_rp_uuid'},
-                                    {'op': 'remove',
-                                     'path': '/instance_uuid'}]})
+        resp = _unbind(env, who, arq)
         state = env.ok('GET', '/v2/accelerator_requests/%s' % arq)['state']
         assert state == ('Unbound' if resp.status_code == 202 else 'Bound')
+        if resp.status_code == 403 and who == 'admin':
+            assert 'requires a service token' in resp.text, resp.text
         return resp
     finally:
         env.delete_arqs(arq)
@@ -466,6 +488,8 @@ def _arqs_delete_bound(env, who):
     if resp.status_code != 204:
         assert env.ok('GET', '/v2/accelerator_requests/%s' % arq)[
             'state'] == 'Bound'
+        if who == 'admin':
+            assert 'requires a service token' in resp.text, resp.text
         env.delete_arqs(arq)
     return resp
 
@@ -672,6 +696,7 @@ OPERATIONS = {
     'arqs:show': _get('/v2/accelerator_requests/{env.p1_arq}'),
     'arqs:bind': _arqs_bind,
     'arqs:unbind': _arqs_unbind,
+    'arqs:unbind_bound': _arqs_unbind_bound,
     'arqs:delete': _arqs_delete,
     'arqs:delete_bound': _arqs_delete_bound,
     'arqs:schedule': _arqs_schedule,
@@ -712,6 +737,13 @@ def test_matrix_covers_every_operation():
     assert sorted(OPERATIONS) == sorted(EXPECTED) == sorted(RULES)
 
 
+def _assert_refused_by_policy(resp):
+    """A policy refusal: the rule named, or, where only Nova may take a
+    device from a guest, Cyborg's words (its clients match on them)."""
+    assert ('Policy' in resp.text
+            or 'requires a service token' in resp.text), resp.text
+
+
 def test_matrix_covers_every_rule():
     registered = {r.name for r in policies.list_rules() if ':' in r.name}
     assert set(RULES.values()) == registered
@@ -726,7 +758,7 @@ def test_policy(env, operation, who):
         '%s as %s: expected %d, got %d %s' % (
             operation, who, expected, resp.status_code, resp.text))
     if expected == 403:
-        assert 'Policy' in resp.text, resp.text
+        _assert_refused_by_policy(resp)
     if expected == 401:
         # Keystone's answer, with where to get a token.
         assert resp.headers.get('WWW-Authenticate') == (
@@ -745,7 +777,7 @@ def test_nova_with_a_service_token(env, operation, who):
         '%s as %s: expected %d, got %d %s' % (
             operation, who, expected, resp.status_code, resp.text))
     if expected == 403:
-        assert 'Policy' in resp.text, resp.text
+        _assert_refused_by_policy(resp)
 
 
 def test_nova_for_a_member_sees_every_project(env):

@@ -34,7 +34,8 @@ BUILD_TIMEOUT = 300
 INSTALL_TIMEOUT = 900
 START_TIMEOUT = 60
 SHARED = ('cyborg_like.conf.sample', 'cyborg_like.conf.example',
-          'policy.yaml.sample', 'fake-inventory.yaml.sample',
+          'policy.yaml.sample', 'policy-cyborg-compatible.yaml',
+          'fake-inventory.yaml.sample',
           'gunicorn.conf.py', 'api_audit_map.conf',
           'systemd/cyborg-like-api.service',
           'systemd/cyborg-like-conductor.service',

@@ -49,8 +49,22 @@ def _ctx(roles, project='p1', service_roles=()):
 NOVA_ON_BEHALF = dict(roles=['member', 'reader'], service_roles=['service'])
 
 
-def test_only_nova_or_an_admin_binds_and_deletes_bound():
-    for rule in ('cyborg:arq:update', 'cyborg:arq:delete_bound'):
+def test_only_nova_takes_a_device_from_a_guest():
+    """As in Cyborg: an admin too needs Nova's service token to unbind or
+    delete a Bound request."""
+    for rule in ('cyborg:arq:unbind_bound', 'cyborg:arq:delete_bound'):
+        assert not api_policy.check(rule, _ctx(['admin'])), rule
+        assert not api_policy.check(rule, _ctx(['admin', 'member'])), rule
+        assert api_policy.check(rule, _ctx(['admin'],
+                                           service_roles=['service'])), rule
+        assert api_policy.check(rule, _ctx(['service'], 'service'))
+        assert api_policy.check(rule, _ctx(**NOVA_ON_BEHALF))
+        for roles in (['manager', 'member', 'reader'], ['member']):
+            assert not api_policy.check(rule, _ctx(roles)), (rule, roles)
+
+
+def test_only_nova_or_an_admin_binds():
+    for rule in ('cyborg:arq:update',):
         assert api_policy.check(rule, _ctx(['admin']))
         assert api_policy.check(rule, _ctx(['Admin']))
         assert api_policy.check(rule, _ctx(['service'], 'service'))

@@ -373,3 +373,51 @@ def test_preempt_goes_only_to_conductors_of_1_24(serve, conductor_cap, cap):
     assert endpoint.calls == ([({'count': 2}, {})] if cap else [
         ({'count': 1}, {'preempt': False}),
         ({'count': 2}, {'preempt': True})])
+
+
+class CompatRecorder:
+    """A conductor of ``version`` recording unbinds and profiles."""
+
+    def __init__(self, version):
+        self.target = messaging.Target(version=version)
+        self.calls = []
+
+    def unbind_arqs(self, ctxt, uuids, **newer):
+        self.calls.append(('unbind', uuids, newer))
+
+    def create_device_profile(self, ctxt, name, groups, description,
+                              **newer):
+        self.calls.append(('profile', name, newer))
+        return {'name': name}
+
+
+@pytest.mark.parametrize('cap', ['1.24', None])
+def test_cyborg_compatible_arguments_go_only_to_conductors_of_1_25(
+        serve, conductor_cap, cap):
+    """An older conductor unbinds Bound requests for anyone and makes its
+    own profile uuids: an unbind that may not take a device from a guest,
+    and a profile with a posted uuid, are refused (409) without being
+    sent to it; Nova's unbind and a profile without a uuid go as before."""
+    endpoint = CompatRecorder(cap or '1.25')
+    serve(endpoint)
+    if cap:
+        conductor_cap(cap)
+    api = conductor_rpcapi.ConductorAPI(timeout=TIMEOUT)
+    admin = context.get_admin_context()
+    for refused in (lambda: api.unbind_arqs(admin, ['a1'],
+                                            unbind_bound=False),
+                    lambda: api.create_device_profile(admin, 'p', [], None,
+                                                      uuid='u1')):
+        if cap:
+            with pytest.raises(exception.Conflict, match='upgraded'):
+                refused()
+        else:
+            refused()
+    api.unbind_arqs(admin, ['a2'], unbind_bound=True)
+    api.create_device_profile(admin, 'q', [], None)
+    assert endpoint.calls == ([
+        ('unbind', ['a2'], {}), ('profile', 'q', {})] if cap else [
+        ('unbind', ['a1'], {'unbind_bound': False}),
+        ('profile', 'p', {'uuid': 'u1'}),
+        ('unbind', ['a2'], {'unbind_bound': True}),
+        ('profile', 'q', {'uuid': None})])

@@ -29,3 +29,16 @@ def test_fake_inventory_sample_is_the_built_in_hardware():
     assert [d.to_dict() for d in from_sample] == \
         [d.to_dict() for d in built_in]
     assert [d.model for d in built_in] == ['PAC Arria 10 GX', 'Tesla T4']
+
+
+def test_the_built_in_devices_carry_cyborgs_fake_trait():
+    """Profiles written for Cyborg's fake driver (trait:CUSTOM_FAKE_DEVICE)
+    find every built-in deployable, beside its own traits."""
+    deployables = [d for device in fake.FakeDriver(CONF).discover()
+                   for d in device.deployables]
+    assert len(deployables) == 3
+    for deployable in deployables:
+        traits = {v for k, v in deployable.attributes.items()
+                  if k.startswith('trait')}
+        assert fake.FAKE_DEVICE_TRAIT in traits, deployable.name
+        assert len(traits) == 3, traits

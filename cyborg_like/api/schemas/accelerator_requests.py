@@ -22,7 +22,8 @@ PROJECT_ID = {'type': 'string', 'pattern': r'^[A-Za-z0-9._-]{1,64}\Z'}
 CREATE = {
     'type': 'object',
     'properties': {
-        'device_profile_name': validation.text(),
+        # Empty is allowed: no profile has that name (404, as Cyborg).
+        'device_profile_name': validation.text(min_length=0),
         # openstacksdk (so the cyborgclient CLI) sends both, null when unset.
         'device_profile_group_id': {'type': ['integer', 'null'],
                                     'minimum': 0, 'maximum': 1000},

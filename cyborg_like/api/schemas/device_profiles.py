@@ -8,6 +8,7 @@ import re
 import os_traits
 
 from cyborg_like.api import validation
+from cyborg_like.api.schemas import accelerator_requests as arq_schema
 
 # Resource classes a group may ask for, as Cyborg accepts them.
 STANDARD_RCS = ('FPGA', 'GPU', 'VGPU', 'PGPU', 'QAT', 'NIC', 'SSD')
@@ -54,8 +55,11 @@ PROFILE = {
                             type=['string', 'null']),
         'groups': {'type': 'array', 'minItems': 1, 'maxItems': 64,
                    'items': GROUP},
-        # Accepted and ignored, as Cyborg does for older clients.
-        'uuid': validation.text(min_length=0),
+        # Kept, as Cyborg keeps it (a duplicate is 409); empty or null
+        # (what older clients send) makes a new one.
+        'uuid': {'anyOf': [arq_schema.UUID,
+                           {'type': 'string', 'maxLength': 0},
+                           {'type': 'null'}]},
     },
     'required': ['name', 'groups'],
     'additionalProperties': False,

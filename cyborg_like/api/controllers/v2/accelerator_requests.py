@@ -152,7 +152,9 @@ class AcceleratorRequestsController(rest.RestController):
         if action == 'bind':
             api.bind_arqs(pecan.request.context, arg)
         else:
-            api.unbind_arqs(pecan.request.context, arg)
+            api.unbind_arqs(pecan.request.context, arg, unbind_bound=(
+                policy.check('cyborg:arq:unbind_bound',
+                             pecan.request.context)))
         pecan.response.status = 202
 
     @pecan.expose('json')

@@ -1,5 +1,7 @@
 """/v2/device_profiles: named requirements that ARQs are made from."""
 
+import uuid
+
 import pecan
 from pecan import rest
 from oslo_utils import uuidutils
@@ -68,6 +70,13 @@ def _check_groups(groups):
                    % (count, bound))
 
 
+def _posted_uuid(profile):
+    """The uuid the client chose, canonical (Cyborg keeps it); None where
+    it sent none, or an empty one as older clients do."""
+    posted = profile.get('uuid')
+    return str(uuid.UUID(posted)) if posted else None
+
+
 class DeviceProfilesController(rest.RestController):
 
     @pecan.expose('json')
@@ -80,7 +89,7 @@ class DeviceProfilesController(rest.RestController):
         _check_groups(profile['groups'])
         created = pecan.request.conductor_api.create_device_profile(
             pecan.request.context, profile['name'], profile['groups'],
-            profile.get('description'))
+            profile.get('description'), uuid=_posted_uuid(profile))
         pecan.response.status = 201
         return _view(created)
 
