@@ -8,13 +8,13 @@ the growth over the RSS just before is printed and bounded.
 
 import hashlib
 import os
-import threading
 import time
 
 import pytest
 import requests
 
 from .infra import running_deployment
+from .sampling import Sampling
 
 pytestmark = pytest.mark.integration
 
@@ -50,26 +50,16 @@ def rss(pid):
     raise AssertionError('no VmRSS for %d' % pid)
 
 
-class PeakRSS:
+class PeakRSS(Sampling):
     def __init__(self, pids):
+        super().__init__()
         self.pids = pids
         self.start = {name: rss(pid) for name, pid in pids.items()}
         self.peak = dict(self.start)
-        self._done = threading.Event()
-        self._thread = threading.Thread(target=self._sample, daemon=True)
 
-    def _sample(self):
-        while not self._done.wait(0.02):
-            for name, pid in self.pids.items():
-                self.peak[name] = max(self.peak[name], rss(pid))
-
-    def __enter__(self):
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._done.set()
-        self._thread.join()
+    def sample(self):
+        for name, pid in self.pids.items():
+            self.peak[name] = max(self.peak[name], rss(pid))
 
     def growth(self):
         return {n: self.peak[n] - self.start[n] for n in self.pids}

@@ -26,6 +26,7 @@ import sqlalchemy as sa
 from . import arq_states
 from .infra import BACKENDS
 from .infra import running_deployment
+from .sampling import Sampling
 from .test_concurrency import JSON
 from .test_concurrency import _request
 from .test_concurrency import _unbind
@@ -106,37 +107,27 @@ def _send_bind(dep, arq, rp_uuid):
                           json=body, headers=JSON, timeout=60).status_code
 
 
-class _Watch:
-    """Reads the handles in use again and again while a round runs,
-    keeping every read that finds the GPU whole and in parts at once."""
+class _Watch(Sampling):
+    """Reads the handles in use again and again while a round runs
+    (paced, so that the reads leave the conductors their CPU), keeping
+    every read that finds the GPU whole and in parts at once."""
 
     def __init__(self, dep):
+        super().__init__()
         self.dep = dep
         self.both = []
         self.reads = 0
         self.error = None
-        self._done = threading.Event()
-        self._thread = threading.Thread(target=self._run)
 
-    def __enter__(self):
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._done.set()
-        self._thread.join()
-
-    def _run(self):
-        # Paced so that the reads leave the conductors their CPU.
-        while not self._done.wait(0.02):
-            try:
-                held = _in_use(self.dep)
-            except Exception as error:      # said by the test, not lost
-                self.error = error
-                return
-            self.reads += 1
-            if held.get('gpu0') and held.get('vgpu-a100-4c'):
-                self.both.append(held)
+    def sample(self):
+        try:
+            held = _in_use(self.dep)
+        except Exception as error:      # said by the test, not lost
+            self.error = error
+            return False
+        self.reads += 1
+        if held.get('gpu0') and held.get('vgpu-a100-4c'):
+            self.both.append(held)
 
 
 def _in_use(dep):
