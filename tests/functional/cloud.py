@@ -100,13 +100,17 @@ class _ThreadingServer(socketserver.ThreadingMixIn,
 
 class Cloud:
     def __init__(self, inventory_file=INVENTORY, overrides=None,
-                 http=False):
+                 http=False, placement_sync_by_hand=False):
         """``overrides`` maps (group, option) to a value; ``http``: also
         serve the app on a port of 127.0.0.1 (agents fetch catalog images
-        from it)."""
+        from it); ``placement_sync_by_hand``: the conductor runs no
+        periodic Placement sync, the test calls ``sync_now()`` (the
+        periodic's first run, at once on start, would otherwise race the
+        test's own on a loaded machine)."""
         self.inventory_file = inventory_file
         self.overrides = overrides or {}
         self.http = http
+        self.placement_sync_by_hand = placement_sync_by_hand
         self._server = None
         self.services = []
         self._tmp = None
@@ -149,6 +153,8 @@ class Cloud:
         self.conductor_api = rpcapi.ConductorAPI(timeout=10)
         self.services = [conductor_service.ConductorService(CONF),
                          agent_service.AgentService(CONF)]
+        if self.placement_sync_by_hand:
+            self.services[0].placement.start = lambda: None
         for service in self.services:
             service.start()
         self.app = app.setup_app(CONF, self.conductor_api)

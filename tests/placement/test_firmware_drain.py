@@ -19,10 +19,9 @@ def _cloud(placement, tmp_path):
         ('placement', 'auth_type'): 'admin_token',
         ('placement', 'endpoint'): placement.url,
         ('placement', 'token'): 'admin',
-        ('placement', 'sync_interval'): 3600,
         ('conductor', 'firmware_timeout'): 30,
         ('agent', 'image_cache_dir'): str(tmp_path / 'cache'),
-    }).start()
+    }, placement_sync_by_hand=True).start()
 
 
 def _regions(cloud):

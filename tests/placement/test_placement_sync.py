@@ -3,7 +3,7 @@
 Each test runs the whole service in one process (tests/functional/cloud.py)
 against the real Placement of conftest.py, creates the compute node
 provider as Nova would, and checks the result through Placement's own API.
-The periodic sync is set to an hour; tests run it with ``sync_now()``.
+The conductor runs no periodic sync; tests run it with ``sync_now()``.
 """
 
 import os
@@ -30,8 +30,7 @@ def _cloud(placement, inventory_file=cloud_module.INVENTORY):
         ('placement', 'auth_type'): 'admin_token',
         ('placement', 'endpoint'): placement.url,
         ('placement', 'token'): 'admin',
-        ('placement', 'sync_interval'): 3600,
-    })
+    }, placement_sync_by_hand=True)
 
 
 @pytest.fixture
