@@ -38,10 +38,12 @@ class NovaNotifier:
             auth = ks_loading.load_auth_from_conf_options(conf, 'nova')
             session = ks_loading.load_session_from_conf_options(
                 conf, 'nova', auth=auth)
+            # No min/max_version here: keystoneauth reads them as the
+            # API's major version (2.82 matches no endpoint of the
+            # catalog); the microversion goes with each request instead.
             self._adapter = ks_loading.load_adapter_from_conf_options(
                 conf, 'nova', session=session, auth=auth,
-                service_type='compute', min_version=MICROVERSION,
-                max_version=MICROVERSION)
+                service_type='compute')
         else:
             LOG.info('[nova] has no auth_type: Nova is not told when '
                      'bindings end')

@@ -22,8 +22,8 @@ from cyborg_like.common import states
 from cyborg_like.conductor import leases as lease_lib
 from cyborg_like.conf import CONF
 from cyborg_like.db import hosts
+from tests import fake_nova
 from tests.functional import cloud as cloud_module
-from tests.functional import test_nova_events
 
 PATH = '/v2/leases'
 ARQS = '/v2/accelerator_requests'
@@ -434,8 +434,8 @@ def test_a_missed_window_still_unbinds_the_lessee(cloud, t4_profile):
 @contextlib.contextmanager
 def _with_nova(action='shelve_offload'):
     """(cloud, Nova): a cloud whose [nova] is a stand-in speaking Nova's
-    API (test_nova_events.FakeNova), with the T4 profile."""
-    nova = test_nova_events.FakeNova()
+    API (fake_nova.FakeNova), with the T4 profile."""
+    nova = fake_nova.FakeNova()
     nova.thread.start()
     cloud = cloud_module.Cloud(overrides={
         ('nova', 'auth_type'): 'none',
