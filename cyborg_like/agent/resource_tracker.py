@@ -23,6 +23,7 @@ import stevedore
 from cyborg_like.common import context as ctx
 from cyborg_like.common import describe
 from cyborg_like.common import inventory
+from cyborg_like.common import worker
 from cyborg_like.drivers import base
 
 LOG = logging.getLogger(__name__)
@@ -277,27 +278,21 @@ class _UrgentBeats:
 
     def __init__(self, send):
         self._send = send
-        self._wanted = threading.Event()
-        self._stopping = threading.Event()
-        self._thread = None
+        self._worker = worker.Worker('agent-urgent-heartbeat', self._run)
         # Set while no run is under way or wanted (see idle()); the lock
         # keeps a wish and the run loop's look at it in one order.
         self._idle = threading.Event()
         self._lock = threading.Lock()
 
     def start(self):
-        if self._thread is not None:
+        if self._worker.started:
             return
-        self._stopping.clear()
-        self._thread = threading.Thread(target=self._run,
-                                        name='agent-urgent-heartbeat',
-                                        daemon=True)
-        self._thread.start()
+        self._worker.start()
 
     def want(self):
         with self._lock:
             self._idle.clear()
-            self._wanted.set()
+            self._worker.wake()
 
     def idle(self, timeout=None):
         """Wait until every run wished for so far has ended and none is
@@ -307,24 +302,20 @@ class _UrgentBeats:
         return self._idle.wait(timeout)
 
     def stop(self):
-        self._stopping.set()
-        self._wanted.set()          # wake it
-        if self._thread is not None:
-            self._thread.join()
-            self._thread = None
-        self._wanted.clear()
+        self._worker.stop()
+        self._worker.clear()
 
     def _run(self):
         while True:
             with self._lock:
-                if not self._wanted.is_set():
+                if not self._worker.woken():
                     self._idle.set()
-            self._wanted.wait()
-            if self._stopping.is_set():
+            self._worker.wait()
+            if self._worker.stopping:
                 return
-            self._wanted.clear()    # what comes from now on: next run
+            self._worker.clear()    # what comes from now on: next run
             started = time.monotonic()
             self._send()
             pause = URGENT_MIN_SPACING - (time.monotonic() - started)
-            if pause > 0 and self._stopping.wait(pause):
+            if pause > 0 and self._worker.pause(pause):
                 return

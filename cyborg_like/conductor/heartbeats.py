@@ -15,6 +15,7 @@ import time
 from oslo_db import exception as db_exc
 from oslo_log import log as logging
 
+from cyborg_like.common import worker
 from cyborg_like.conductor import health_notices
 from cyborg_like.conductor import metrics
 from cyborg_like.db import heartbeats
@@ -34,8 +35,7 @@ class HeartbeatCollector:
         # when it was called is written, even if the periodic flush had
         # already taken it (callers age or read hosts right after).
         self._flushing = threading.Lock()
-        self._stopped = threading.Event()
-        self._thread = None
+        self._worker = worker.Worker('heartbeat-writer', self._run)
 
     def add(self, context, host, agent_version, inventory_hash, health,
             urgent=False):
@@ -65,20 +65,16 @@ class HeartbeatCollector:
                     'context': context}
 
     def start(self):
-        self._thread = threading.Thread(target=self._run,
-                                        name='heartbeat-writer', daemon=True)
-        self._thread.start()
+        self._worker.start()
 
     def stop(self):
-        self._stopped.set()
-        if self._thread is not None:
-            self._thread.join()
+        self._worker.stop()
         self.flush()
 
     def _run(self):
         interval = self.conf.conductor.heartbeat_flush_interval
         wait = interval
-        while not self._stopped.wait(wait):
+        while not self._worker.pause(wait):
             started = time.monotonic()
             try:
                 self.flush()

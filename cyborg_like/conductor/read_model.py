@@ -20,6 +20,7 @@ from oslo_log import log as logging
 from cyborg_like.common import context as context_lib
 from cyborg_like.common import read_model
 from cyborg_like.common import rpc
+from cyborg_like.common import worker
 
 LOG = logging.getLogger(__name__)
 
@@ -35,45 +36,39 @@ class Publisher:
                                   version=read_model.VERSION)
         self._client = rpc.get_client(target)
         self._waiting = {}
-        self._changed = threading.Condition()
-        self._stopping = False
-        self._thread = None
+        self._lock = threading.Lock()
+        self._worker = worker.Worker('read-model-publisher', self._run,
+                                     join_timeout=10)
 
     def changed(self, generations):
         """A writer committed these {family: generation}; send soon."""
-        with self._changed:
+        with self._lock:
             for family, generation in generations.items():
                 if generation > self._waiting.get(family, -1):
                     self._waiting[family] = generation
-            self._changed.notify()
+        self._worker.wake()
 
     def start(self):
-        self._stopping = False
-        self._thread = threading.Thread(target=self._run, daemon=True,
-                                        name='read-model-publisher')
-        self._thread.start()
+        self._worker.start()
 
     def stop(self):
-        with self._changed:
-            self._stopping = True
-            self._changed.notify()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-            self._thread = None
+        self._worker.stop()
 
     def _run(self):
         while True:
-            with self._changed:
-                while not self._waiting and not self._stopping:
-                    self._changed.wait()
-                if self._stopping:
-                    return
+            self._worker.wait()
+            if self._worker.stopping:
+                return
+            # Cleared before the bumps are taken: one merged from now on
+            # is taken by the next round.
+            self._worker.clear()
+            with self._lock:
                 generations, self._waiting = self._waiting, {}
+            if not generations:
+                continue    # taken by the round its wake-up began
             self._send(generations)
             if self._spacing:
-                with self._changed:
-                    self._changed.wait_for(lambda: self._stopping,
-                                           self._spacing)
+                self._worker.pause(self._spacing)
 
     def _send(self, generations):
         try:

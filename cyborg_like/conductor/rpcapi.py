@@ -69,19 +69,12 @@ import oslo_messaging as messaging
 from cyborg_like.common import exception
 from cyborg_like.common import heartbeat_stream
 from cyborg_like.common import rpc
+from cyborg_like.conductor import rpc_calls
 from cyborg_like.conf import CONF
 
 TOPIC = 'cyborg_like-conductor'
-# The calls that write nothing; every other call may write.
-READS = frozenset((
-    'get_arq', 'get_attribute', 'get_availability', 'get_bitstream',
-    'get_deployable', 'get_device', 'get_device_health',
-    'get_device_profile', 'get_host', 'get_lease', 'get_operation',
-    'get_quota', 'get_rollout', 'list_arqs', 'list_attributes',
-    'list_bitstreams', 'list_changes', 'list_deployables',
-    'list_device_profiles', 'list_devices', 'list_hosts', 'list_leases',
-    'list_operations', 'list_rollout_targets', 'list_rollouts',
-    'read_model_snapshot'))
+# The calls that write nothing (rpc_calls.py: every call classified).
+READS = rpc_calls.READS
 RPC_API_VERSION = '1.25'
 
 

@@ -41,7 +41,7 @@ BITSTREAMS = {
     'bs-crypto-1': 'GBS fake crypto accelerator\n',
     'bs-broken': 'FAIL PR interface id mismatch: region expects 9346116d\n',
 }
-# What the API's read model serves (cyborg_like/api/read_model.py).
+# What the API's read model serves (cyborg_like/api/read_model/).
 # What the read model serves, and ARQs, whose answers it keeps.
 READ_MODEL_PATHS = ('/v2/devices', '/v2/deployables', '/v2/attributes',
                     '/v2/device_profiles')

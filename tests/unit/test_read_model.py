@@ -1,5 +1,5 @@
 """The API's read model on its own: when a copy is current, how it pages
-and filters, and how it re-syncs (api/read_model.py)."""
+and filters, and how it re-syncs (api/read_model/)."""
 
 import pytest
 

@@ -33,6 +33,7 @@ import time
 from oslo_log import log as logging
 import pynvml
 
+from cyborg_like.common import worker
 from cyborg_like.drivers.nvidia_gpu import nvml
 
 LOG = logging.getLogger(__name__)
@@ -175,35 +176,27 @@ class Listener:
         self.latch = latch
         self.on_change = on_change
         self.wait_ms = wait_ms
-        self._stopping = threading.Event()
+        self._worker = worker.Worker('nvidia-gpu-events', self._run)
         self._ready = threading.Event()
-        self._thread = None
         self._said_unsupported = set()
 
     def start(self):
         """Start listening; return once the GPUs are registered (or it
         gave up), so that no event after this call is missed."""
-        self._stopping.clear()
         self._ready.clear()
-        self._thread = threading.Thread(target=self._run,
-                                        name='nvidia-gpu-events',
-                                        daemon=True)
-        self._thread.start()
+        self._worker.start()
         self._ready.wait(READY_SECONDS)
 
     def stop(self):
-        self._stopping.set()
-        if self._thread is not None:
-            self._thread.join()
-            self._thread = None
+        self._worker.stop()
 
     @property
     def alive(self):
-        return self._thread is not None and self._thread.is_alive()
+        return self._worker.alive
 
     def _run(self):
         try:
-            while not self._stopping.is_set():
+            while not self._worker.stopping:
                 try:
                     if not self._listen():
                         return
@@ -213,7 +206,7 @@ class Listener:
                     LOG.exception('Listening to NVIDIA GPU events failed; '
                                   'trying again in %ss', RETRY_SECONDS)
                     self._ready.set()
-                    self._stopping.wait(RETRY_SECONDS)
+                    self._worker.pause(RETRY_SECONDS)
         finally:
             self._ready.set()
 
@@ -230,7 +223,7 @@ class Listener:
             try:
                 gpus = self._register(events)
                 self._ready.set()
-                while not self._stopping.is_set():
+                while not self._worker.stopping:
                     event = nvml.wait_event(events, self.wait_ms)
                     changed = event is not None and self._take(gpus, event)
                     changed = self.latch.expire() or changed
