@@ -116,8 +116,12 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self.server.transient_failures -= 1
             return self._answer(503, {'error': 'try later'})
         jsonschema.validate(body, NOVA_EVENTS_SCHEMA)
-        self._answer(200, {'events': [dict(e, code=200)
-                                      for e in body['events']]})
+        # As Nova: 404 inside for an instance it does not find (deleted,
+        # or outside the caller's view), 207 when not every event was 200.
+        events = [dict(e, code=404 if self.server.servers.get(
+            e['server_uuid']) == 'DELETED' else 200) for e in body['events']]
+        self._answer(200 if all(e['code'] == 200 for e in events) else 207,
+                     {'events': events})
 
     def do_GET(self):
         parts = self._parts()

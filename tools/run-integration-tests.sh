@@ -25,6 +25,8 @@ fi
 tools/setup-venv.sh
 # test_cyborg_tempest.py: Cyborg's own API tests, in a venv of their own.
 tools/setup-tempest-venv.sh
+# test_real_nova.py: the real Nova 34, in a venv of its own.
+tools/setup-nova-venv.sh
 # Bytecode caches are written even where the environment says not to
 # (PYTHONDONTWRITEBYTECODE): every pytest worker and every service the
 # tests start would otherwise compile the project's modules, and pytest

@@ -55,8 +55,7 @@ class NovaNotifier:
                  'tag': arq_uuid,
                  'status': 'completed' if succeeded else 'failed'}
         try:
-            self._send(event)
-            return True
+            return self._send(event)
         except ks_exc.ClientException as e:
             # Retries are spent, or Nova will not take it (4xx: the
             # instance is gone): the binding's outcome stands either way.
@@ -68,11 +67,23 @@ class NovaNotifier:
         response = self._adapter.post(
             '/os-server-external-events', json={'events': [event]},
             microversion=MICROVERSION, raise_exc=True)
-        codes = [str(answer.get('code')) for answer
+        codes = [answer.get('code') for answer
                  in response.json().get('events', [])]
+        if codes != [200]:
+            # 207 with 404 inside: Nova looked for the instance in the
+            # caller's project only (a [nova] user without admin), or the
+            # instance is gone; either way nobody will act on it.
+            LOG.error('Nova did not take the event %s %s for ARQ %s of '
+                      'instance %s (answered %s): if the instance exists, '
+                      "give [nova]'s user the admin role on its project "
+                      '(docs/nova.md)', EVENT, event['status'], event['tag'],
+                      event['server_uuid'],
+                      ', '.join(map(str, codes)) or 'no event')
+            return False
         LOG.info('Told Nova that ARQ %s of instance %s %s (event %s, '
-                 'answered %s)', event['tag'], event['server_uuid'],
-                 event['status'], EVENT, ', '.join(codes) or '-')
+                 'answered 200)', event['tag'], event['server_uuid'],
+                 event['status'], EVENT)
+        return True
 
     # A lease needs a device back (conductor/leases.py).
     def release_step(self, instance_uuid):

@@ -70,6 +70,27 @@ def test_nova_is_told_of_each_binding_that_ends(nova):
     assert events[bad]['status'] == 'failed'
 
 
+def test_an_event_nova_did_not_take_is_not_sent(nova):
+    """Nova answers 207 with a 404 inside for an instance it does not
+    find (its [nova] user cannot see it): not told, and logged so."""
+    nova.transient_failures = 0
+    gone = '40000000-0000-0000-0000-000000000003'
+    nova.servers[gone] = 'DELETED'
+    cloud = cloud_module.Cloud(overrides={
+        ('nova', 'auth_type'): 'none',
+        ('nova', 'endpoint_override'): 'http://127.0.0.1:%d'
+                                       % nova.server_address[1]}).start()
+    try:
+        notifier = cloud.services[0].manager.nova
+        assert notifier.binding_ended('a', gone, True) is False
+        assert notifier.binding_ended(
+            'b', '40000000-0000-0000-0000-000000000004', True) is True
+    finally:
+        cloud.stop()
+    assert [body['events'][0]['tag'] for _, _, body in nova.calls] == [
+        'a', 'b']
+
+
 def test_without_nova_configured_nothing_is_sent(cloud):
     assert cloud.services[0].manager.nova.binding_ended(
         'a', '40000000-0000-0000-0000-000000000001', True) is False
