@@ -1,11 +1,17 @@
 """API microversions: ``OpenStack-API-Version: accelerator X.Y``.
 
-The range is Cyborg 17's, so clients negotiate with us as with Cyborg:
+Up to 2.3 the range is Cyborg 17's, so clients negotiate with us as with
+Cyborg; later versions are ours (a client capped at Cyborg's 2.3 sees
+none of them):
 
 * 2.0 - initial version
 * 2.1 - project_id in the bind patch of accelerator requests
 * 2.2 - device profiles shown by name as well as by uuid
 * 2.3 - devices carry their status
+* 2.4 - (ours) devices carry ``drained`` and ``drain_reasons`` (every
+        cause draining them: driver operation, firmware, MIG layout,
+        health), and a drained device's health says ``service_state``
+        drained
 """
 
 import functools
@@ -44,11 +50,12 @@ class Version:
 
 
 MIN_VERSION = Version(2, 0)
-MAX_VERSION = Version(2, 3)
+MAX_VERSION = Version(2, 4)
 
 PROJECT_ID_IN_BIND = Version(2, 1)
 DEVICE_PROFILE_BY_NAME = Version(2, 2)
 DEVICE_STATUS = Version(2, 3)
+DEVICE_DRAIN = Version(2, 4)
 
 
 def _bare_version(raw):

@@ -5,6 +5,7 @@ import uuid as uuid_lib
 
 import oslo_messaging as messaging
 from oslo_log import log as logging
+from oslo_utils import timeutils
 from oslo_utils import uuidutils
 
 from cyborg_like.common import context as context_lib
@@ -42,6 +43,7 @@ from cyborg_like.db import quotas
 from cyborg_like.db import rollouts as rollout_db
 from cyborg_like.db import scheduling
 from cyborg_like.db import snapshots
+from cyborg_like.db import usage
 
 LOG = logging.getLogger(__name__)
 
@@ -288,6 +290,20 @@ class ConductorManager:
         return changes.list_changes(filters, limit, marker, sort_key,
                                     sort_dir,
                                     project_id=project_scope(context))
+
+    # Usage accounting (1.27; db/usage.py).
+    def get_usage(self, context, start=None, end=None, group_by=None,
+                  project_id=None):
+        """Device-seconds of [start, end) (ISO 8601; start: the first of
+        this month, end: now). A caller limited to its project asks for
+        its own usage only."""
+        scope = project_scope(context)
+        if scope is not None and project_id not in (None, scope):
+            raise exception.Forbidden()
+        return usage.summarize(
+            _utc(start, 'start') if start else None,
+            _utc(end, 'end') if end else None,
+            group_by or usage.DEFAULT_GROUP_BY, project_id or scope)
 
     def list_attributes(self, context, filters, limit, marker, sort_key,
                         sort_dir):
@@ -713,3 +729,13 @@ def _reason(error):
     if isinstance(error, messaging.RemoteError):
         return '%s: %s' % (error.exc_type, error.value)
     return '%s: %s' % (type(error).__name__, error)
+
+
+def _utc(text, what):
+    """ISO 8601 (naive: UTC) as naive UTC; the API checked its form, not
+    that the date exists."""
+    try:
+        return timeutils.normalize_time(timeutils.parse_isotime(text))
+    except (ValueError, OverflowError):
+        raise exception.Invalid('Invalid %s %r (an ISO 8601 date and '
+                                'time expected).' % (what, text))

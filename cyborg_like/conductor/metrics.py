@@ -24,6 +24,8 @@ from prometheus_client import core
 from prometheus_client import exposition
 
 from cyborg_like.common import states
+from cyborg_like.conductor import usage_metrics
+from cyborg_like.db import drain_reasons
 from cyborg_like.db import metrics as db_metrics
 
 LOG = logging.getLogger(__name__)
@@ -164,6 +166,7 @@ DEVICE_READINGS = (
 )
 HEALTH_STATES = ('healthy', 'unhealthy', 'unknown')
 SERVICE_STATES = states.DEVICE_SERVICE.states
+DRAIN_CAUSES = drain_reasons.CAUSES
 
 
 def fleet_families(snap, now, host_down_after):
@@ -197,7 +200,12 @@ def _device_families(devices, holders):
         'the device.', labels=DEVICE_LABELS)
     drained = core.GaugeMetricFamily(
         PREFIX + 'device_drained', '1 while the device is drained (not '
-        'bindable, reserved in Placement).', labels=DEVICE_LABELS)
+        'bindable, reserved in Placement), for any cause.',
+        labels=DEVICE_LABELS)
+    causes = core.GaugeMetricFamily(
+        PREFIX + 'device_drain_cause', 'What drains the device: 1 for '
+        'each cause that does (driver_operation, firmware, mig_layout, '
+        'health), 0 for the others.', labels=DEVICE_LABELS + ['cause'])
     service = core.GaugeMetricFamily(
         PREFIX + 'device_service', 'Where its health readings left the '
         'device: 1 for its state (serving, drained, flagged), 0 for the '
@@ -223,6 +231,9 @@ def _device_families(devices, holders):
         held = holders.get(device['id'], ())
         bound.add_metric(labels, 1 if held else 0)
         drained.add_metric(labels, 1 if device['drained'] else 0)
+        for cause in DRAIN_CAUSES:
+            causes.add_metric(labels + [cause], 1 if cause in
+                              device['drain_causes'] else 0)
         for project, instance in held:
             holder.add_metric(labels + [project, instance], 1)
         utilization = device['utilization']
@@ -230,7 +241,8 @@ def _device_families(devices, holders):
             value = _number(utilization.get(key))
             if value is not None:
                 family.add_metric(labels, value * scale)
-    return [info, health, service, bound, drained, holder] + readings
+    return [info, health, service, bound, drained, causes,
+            holder] + readings
 
 
 def _dcgm_families(devices):
@@ -400,6 +412,7 @@ class FleetCollector:
             return []
         families = fleet_families(snap, db_metrics.utcnow(),
                                   self.host_down_after)
+        families += usage_metrics.families()
         SNAPSHOT.observe(time.monotonic() - started)
         return [exporting] + families
 

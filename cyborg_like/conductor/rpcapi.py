@@ -62,6 +62,14 @@ History (bump the minor version for every compatible change, and note it):
          an unbind that may not take a device from a guest is refused
          (409) until they are upgraded; create_device_profile takes uuid
          (the one the client posted, kept as Cyborg keeps it)
+* 1.26 - device dicts (list_devices, get_device, set_device_status,
+         read_model_snapshot, the device of flash_device_firmware and
+         apply_mig_layout) and get_device_health carry drain_reasons
+         (every cause draining the device; db/drain_reasons.py); from an
+         older conductor the API shows its driver operations' drains
+         (drained_by) alone
+* 1.27 - get_usage (usage accounting: device-seconds per project,
+         instance, resource class, model and host; db/usage.py)
 """
 
 import oslo_messaging as messaging
@@ -75,7 +83,7 @@ from cyborg_like.conf import CONF
 TOPIC = 'cyborg_like-conductor'
 # The calls that write nothing (rpc_calls.py: every call classified).
 READS = rpc_calls.READS
-RPC_API_VERSION = '1.25'
+RPC_API_VERSION = '1.27'
 
 
 class ConductorAPI:
@@ -329,6 +337,13 @@ class ConductorAPI:
     def get_device_health(self, context, uuid, history_limit):
         return self._call(context, 'get_device_health', version='1.3',
                           uuid=uuid, history_limit=history_limit)
+
+    def get_usage(self, context, start=None, end=None, group_by=None,
+                  project_id=None):
+        self._require('1.27', 'account usage')
+        return self._call(context, 'get_usage', version='1.27',
+                          start=start, end=end, group_by=group_by,
+                          project_id=project_id)
 
     def get_quota(self, context, project_id):
         return self._call(context, 'get_quota', version='1.4',

@@ -21,6 +21,7 @@ from cyborg_like.db import availability
 from cyborg_like.db import changes
 from cyborg_like.db import conductors
 from cyborg_like.db import generations
+from cyborg_like.db import usage
 
 LOG = logging.getLogger(__name__)
 
@@ -89,6 +90,7 @@ class ConductorService:
     def _prune(self):
         availability.prune(self.conf.conductor.availability_changes_retention)
         changes.prune(self.conf.conductor.change_log_retention)
+        usage.prune(self.conf.conductor.usage_retention)
 
     def start(self):
         # Alive before accepting work, so no sweep takes ours for orphaned.

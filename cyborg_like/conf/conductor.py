@@ -79,6 +79,18 @@ opts = [
                     'what, under which request id: GET /v2/changes). A '
                     'client answered 503 for a write finds its outcome '
                     'there by request id while the record is kept.'),
+    cfg.IntOpt('usage_retention',
+               default=400, min=1,
+               help='Days the usage records (one per binding of an '
+                    'accelerator request to a device, with its bind and '
+                    'unbind times: GET /v2/usage, cyborg-like usage show) '
+                    'are kept after their binding ended; a binding still '
+                    'held is always kept. Usage of a period older than '
+                    'this is no longer answered in full: keep it longer '
+                    'than the longest period billed or shown back (400 '
+                    'days: a year and a month). The Prometheus counter '
+                    'cyborg_like_usage_device_seconds_total keeps what '
+                    'pruned records counted.'),
     cfg.IntOpt('agent_timeout',
                default=600, min=1,
                help='Seconds the conductor waits for an agent to prepare '

@@ -31,6 +31,7 @@ from cyborg_like.db import models
 from cyborg_like.db import operations
 from cyborg_like.db import partitions
 from cyborg_like.db import quotas
+from cyborg_like.db import usage
 
 ARQ = models.ExtARQ
 HANDLE = models.AttachHandle
@@ -316,6 +317,9 @@ def finish_bind(uuid, attempt, programmed_bitstream_id=None):
     """BindStarted -> Bound; False when the attempt was superseded."""
     with api.writer() as session:
         done = _move(session, ARQ.uuid == uuid, states.FINISH, attempt)
+        if done:
+            # Counted from this commit on (db/usage.py).
+            usage.open_record(session, uuid)
         if done and programmed_bitstream_id:
             deployable_id = session.scalar(
                 sa.select(ARQ.deployable_id).where(ARQ.uuid == uuid))
@@ -402,6 +406,9 @@ def unbind_rows(session, arqs, reason=None):
     locked), as ``unbind`` does; a lease's end (db/leases.py) gives its
     ``reason``. Returns the release jobs."""
     released = []
+    # Their bindings stop counting in this transaction (db/usage.py).
+    usage.close_records(session, [a.uuid for a in arqs
+                                  if a.state == states.BOUND])
     for arq in arqs:
         if not states.ARQ.allows(arq.state, states.UNBIND):
             continue
@@ -437,6 +444,9 @@ def delete(uuids=None, instance_uuid=None, project_id=None,
                 .with_for_update()).all()
         if not delete_bound:
             _refuse_bound(arqs)
+        # Deleting a Bound ARQ ends its binding: the record stays.
+        usage.close_records(session, [a.uuid for a in arqs
+                                      if a.state == states.BOUND])
         released = []
         for arq in arqs:
             released += [dict(job, **_whose(arq))

@@ -1,10 +1,12 @@
-"""Devices: list and show."""
+"""Devices: list and show, each with the reasons it is drained
+(db/drain_reasons.py: one query a page)."""
 
 import sqlalchemy as sa
 
 from cyborg_like.common import exception
 from cyborg_like.common import listing
 from cyborg_like.db import api
+from cyborg_like.db import drain_reasons
 from cyborg_like.db import host_changes
 from cyborg_like.db import models
 
@@ -18,7 +20,7 @@ def list_devices(filters, limit, marker=None, sort_key='created_at',
     with api.reader() as session:
         query = api.paginate(session, query, models.Device, limit, marker,
                              sort_key, sort_dir)
-        return [to_dict(device) for device in session.scalars(query)]
+        return dicts(session, session.scalars(query).all())
 
 
 def get_device(uuid):
@@ -27,10 +29,19 @@ def get_device(uuid):
             models.Device.uuid == uuid)).first()
         if device is None:
             raise exception.DeviceNotFound(uuid=uuid)
-        return to_dict(device)
+        return dicts(session, [device])[0]
 
 
-def to_dict(device):
+def dicts(session, found, fleet=False):
+    """``found`` (Device rows; ``fleet``: every device) as dicts, with
+    their drain reasons."""
+    why = drain_reasons.of_devices(session, found, fleet)
+    return [to_dict(device, why[device.uuid]) for device in found]
+
+
+def to_dict(device, reasons):
+    """``reasons``: why it is drained (db/drain_reasons.py), since
+    conductor RPC 1.26."""
     return {
         'id': device.id,
         'uuid': device.uuid,
@@ -43,6 +54,7 @@ def to_dict(device):
         'status': device.status,
         'drained_by': device.drained_by,
         'drain_reason': device.drain_reason,
+        'drain_reasons': reasons,
         'created_at': api.isotime(device.created_at),
         'updated_at': api.isotime(device.updated_at),
     }
@@ -59,4 +71,4 @@ def set_status(uuid, status):
             device.status = status
             host_changes.mark_dirty(session, [device.hostname])
         session.flush()
-        return to_dict(device)
+        return dicts(session, [device])[0]

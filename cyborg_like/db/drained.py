@@ -15,9 +15,11 @@ import json
 import sqlalchemy as sa
 
 from cyborg_like.common import exception
+from cyborg_like.common import read_model
 from cyborg_like.common import states
 from cyborg_like.db import api
 from cyborg_like.db import devices
+from cyborg_like.db import generations
 from cyborg_like.db import host_changes
 from cyborg_like.db import models
 from cyborg_like.db import operations
@@ -52,7 +54,8 @@ def drain(session, device, kind, what, project_id, conductor_uuid, record,
                controlpath_id=device.controlpath_ids[0].to_wire(),
                device_uuid=device.uuid)
     session.flush()
-    return job, operations.to_dict(operation), devices.to_dict(device)
+    return job, operations.to_dict(operation), \
+        devices.dicts(session, [device])[0]
 
 
 def finish(operation_uuid, device_uuid, found):
@@ -69,6 +72,9 @@ def finish(operation_uuid, device_uuid, found):
             models.Device.uuid == device_uuid).with_for_update()).first()
         if device is not None and device.status == DRAINED:
             _set_status(session, device, record['previous_status'])
+        # The operation no longer drains the device, even when its status
+        # stays (it was disabled before): the devices show it.
+        generations.touch(read_model.DEVICES)
         return True
 
 

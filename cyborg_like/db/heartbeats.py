@@ -16,6 +16,7 @@ from cyborg_like.common import exception
 from cyborg_like.common import inventory as wire
 from cyborg_like.common import read_model
 from cyborg_like.db import api
+from cyborg_like.db import drain_reasons
 from cyborg_like.db import generations
 from cyborg_like.db import health
 from cyborg_like.db import host_changes
@@ -222,6 +223,9 @@ def device_health(uuid, history_limit):
             'unchecked': json.loads(device.health_unchecked or '[]'),
             'utilization': json.loads(device.utilization or '{}'),
             'updated_at': api.isotime(device.health_updated_at),
+            # Every cause, not its readings' only (conductor RPC 1.26).
+            'drain_reasons': drain_reasons.of_devices(
+                session, [device])[device.uuid],
             'history': [{'recorded_at': api.isotime(m.recorded_at),
                          'healthy': m.healthy,
                          'utilization': json.loads(m.utilization or '{}')}

@@ -14,6 +14,7 @@ import sqlalchemy as sa
 from cyborg_like.common import states
 from cyborg_like.db import api
 from cyborg_like.db import conductors
+from cyborg_like.db import drain_reasons
 from cyborg_like.db import health
 from cyborg_like.db import hosts
 from cyborg_like.db import models
@@ -33,7 +34,7 @@ def exporter(down_after):
 
 
 def snapshot(health_policy):
-    """The fleet now, as plain dictionaries (seven queries);
+    """The fleet now, as plain dictionaries (eight queries);
     ``health_policy``: the [health] options (the drain circuit breaker)."""
     with api.reader() as session:
         return {'devices': _devices(session),
@@ -45,23 +46,26 @@ def snapshot(health_policy):
 
 
 def _devices(session):
+    """Every device, with what drains it (db/drain_reasons.py: a query
+    of its own)."""
     dev, cpid = models.Device, models.ControlpathID
     rows = session.execute(
         sa.select(dev.id, dev.uuid, dev.hostname, dev.type, dev.vendor,
                   dev.model, dev.status, dev.health, dev.utilization,
-                  dev.drained_by, dev.service_state,
+                  dev.drained_by, dev.drain_reason, dev.service_state,
                   sa.func.min(cpid.cpid_info).label('cpid'))
         .outerjoin(cpid, cpid.device_id == dev.id)
         .group_by(dev.id, dev.uuid, dev.hostname, dev.type, dev.vendor,
                   dev.model, dev.status, dev.health, dev.utilization,
-                  dev.drained_by, dev.service_state)
+                  dev.drained_by, dev.drain_reason, dev.service_state)
         .order_by(dev.hostname, dev.id)).all()
+    why = drain_reasons.of_devices(session, rows, fleet=True)
     return [{'id': r.id, 'uuid': r.uuid, 'hostname': r.hostname,
              'type': r.type, 'vendor': r.vendor, 'model': r.model,
              'status': r.status, 'health': r.health,
              'utilization': _json(r.utilization, {}),
-             'drained': r.drained_by is not None
-             or r.service_state == states.DRAINED,
+             'drained': bool(why[r.uuid]),
+             'drain_causes': [w['cause'] for w in why[r.uuid]],
              'service_state': r.service_state,
              'pci_address': _address(r.cpid)} for r in rows]
 

@@ -10,6 +10,7 @@ import json
 
 import sqlalchemy as sa
 from sqlalchemy import orm
+from sqlalchemy.dialects import mysql
 
 
 def utcnow():
@@ -653,3 +654,56 @@ class QuotaLimit(Base):
     project_id: orm.Mapped[str] = orm.mapped_column(sa.String(255))
     resource: orm.Mapped[str] = orm.mapped_column(sa.String(255))
     hard_limit: orm.Mapped[int] = orm.mapped_column()
+
+
+# Milliseconds kept on MariaDB too, whose DATETIME drops them.
+PRECISE_TIME = sa.DateTime().with_variant(mysql.DATETIME(fsp=3), 'mysql',
+                                          'mariadb')
+
+
+class UsageRecord(Base):
+    """One binding of an ARQ to a device, from the commit of its bind to
+    the commit of its unbind, release or deletion (db/usage.py): what
+    usage accounting counts. Copies of the ARQ's and the device's
+    identity, no foreign keys: deleting either keeps the record until
+    [conductor] usage_retention forgets it."""
+
+    __tablename__ = 'usage_records'
+    __table_args__ = (
+        sa.Index('usage_records_project_id_bound_at_idx', 'project_id',
+                 'bound_at'),
+        sa.Index('usage_records_arq_uuid_idx', 'arq_uuid'),
+        sa.Index('usage_records_released_at_idx', 'released_at'),
+    )
+    id: orm.Mapped[int] = orm.mapped_column(primary_key=True)
+    arq_uuid: orm.Mapped[str] = orm.mapped_column(sa.String(36))
+    project_id: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
+    instance_uuid: orm.Mapped[str | None] = orm.mapped_column(
+        sa.String(36))
+    resource_class: orm.Mapped[str | None] = orm.mapped_column(
+        sa.String(255))
+    model: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
+    hostname: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
+    device_uuid: orm.Mapped[str | None] = orm.mapped_column(sa.String(36))
+    bound_at: orm.Mapped[datetime.datetime] = orm.mapped_column(
+        PRECISE_TIME)
+    # NULL while the binding holds the device.
+    released_at: orm.Mapped[datetime.datetime | None] = orm.mapped_column(
+        PRECISE_TIME)
+
+
+class UsageCarried(Base):
+    """Device-milliseconds of the usage records retention pruned, per
+    project, resource class and model, so that the usage counter
+    (conductor/usage_metrics.py) never goes down when they are."""
+
+    __tablename__ = 'usage_carried'
+    __table_args__ = (
+        sa.UniqueConstraint(
+            'project_id', 'resource_class', 'model',
+            name='uniq_usage_carried0project_id0resource_class0model'),)
+    id: orm.Mapped[int] = orm.mapped_column(primary_key=True)
+    project_id: orm.Mapped[str] = orm.mapped_column(sa.String(255))
+    resource_class: orm.Mapped[str] = orm.mapped_column(sa.String(255))
+    model: orm.Mapped[str] = orm.mapped_column(sa.String(255))
+    device_ms: orm.Mapped[int] = orm.mapped_column(sa.BigInteger)

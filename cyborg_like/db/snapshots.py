@@ -17,9 +17,10 @@ TRIES = 3
 
 
 def _devices(session):
-    return [devices.to_dict(d) for d in session.scalars(
+    return devices.dicts(session, session.scalars(
         sa.select(models.Device).order_by(models.Device.created_at,
-                                          models.Device.id))]
+                                          models.Device.id)).all(),
+        fleet=True)
 
 
 def _deployables(session):

@@ -13,6 +13,7 @@ from cyborg_like.policies import driver_operations
 from cyborg_like.policies import leases
 from cyborg_like.policies import quotas
 from cyborg_like.policies import rollouts
+from cyborg_like.policies import usage
 
 
 def list_rules():
@@ -20,4 +21,4 @@ def list_rules():
             device_profiles.rules + accelerator_requests.rules +
             attributes.rules + quotas.rules + bitstreams.rules +
             driver_operations.rules + availability.rules + leases.rules +
-            rollouts.rules + changes.rules)
+            rollouts.rules + changes.rules + usage.rules)

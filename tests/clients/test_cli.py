@@ -295,16 +295,18 @@ def test_device_list_filters_and_columns(cli, cyborg):
     devices = cli.json('device', 'list')
     assert sorted(d['type'] for d in devices) == ['FPGA', 'GPU']
     assert {d['status'] for d in devices} == {'enabled'}
+    assert {d['drained'] for d in devices} == {False}
     (gpu,) = [d for d in devices if d['type'] == 'GPU']
     assert cli.ok('device', 'list', '--type', 'GPU', '-f', 'value',
                   '-c', 'uuid').split() == [gpu['uuid']]
     rows = table_rows(cli.ok('device', 'list', '--hostname', cyborg.host))
     assert rows[0] == ['uuid', 'type', 'vendor', 'model', 'hostname',
-                       'status']
+                       'status', 'drained']
     assert len(rows) == 3
     shown = cli.json('device', 'show', gpu['uuid'])
     assert shown['std_board_info'] == api(
         cyborg, '/devices/' + gpu['uuid'])['std_board_info']
+    assert (shown['drained'], shown['drain_reasons']) == (False, [])
     assert 'links' not in shown
 
 
@@ -328,7 +330,7 @@ def test_device_health_and_history(cli, cyborg):
     assert [r[0] for r in rows[1:]] == [
         'device_uuid', 'health', 'service_state', 'healthy_checks',
         'service_changed_at', 'reasons', 'unchecked', 'utilization',
-        'updated_at']
+        'updated_at', 'drained', 'drain_reasons']
     assert health['service_state'] == 'serving'
     history = cli.json('device', 'health', 'history', fpga, '--limit', '5')
     assert history == api(cyborg, '/devices/%s/health' % fpga,
@@ -366,6 +368,8 @@ def test_microversion_option(cli):
     old = cli.json('--os-accelerator-api-version', '2.0', 'device', 'list')
     # Devices carry their status from 2.3 on.
     assert {d['status'] for d in old} == {None}
+    # ... and whether they are drained from 2.4 on.
+    assert {d['drained'] for d in old} == {None}
     _out, error = cli.fails('--os-accelerator-api-version', '9.9', 'device',
                             'list')
     assert error.startswith('HTTP 406 '), error

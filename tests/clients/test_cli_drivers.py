@@ -52,10 +52,20 @@ def test_a_failed_task_exits_1_with_the_reason(cli, cyborg, drivers):
     assert error.startswith('Operation %s (driver_upgrade) failed: '
                             % failed['uuid']), error
     assert 'Load the driver' in error, error
-    # Its devices stay drained until a verify passes.
+    # Its devices stay drained until a verify passes, and say so.
+    (fpga,) = cli.json('device', 'list', '--type', 'FPGA')
+    assert fpga['drained'] is True
+    (reason,) = cli.json('device', 'show', fpga['uuid'])['drain_reasons']
+    assert (reason['cause'], reason['operation_uuid']) == (
+        'driver_operation', failed['uuid'])
+    assert 'Load the driver' in reason['reason']
+    rows = [line for line in cli.ok('device', 'list', '--type', 'FPGA')
+            .splitlines() if fpga['uuid'] in line]
+    assert rows[0].rstrip(' |').endswith('True'), rows
     _behave(drivers)
     assert cli.json('host', 'driver', 'verify', cyborg.host, 'opae',
                     '--wait')['state'] == 'succeeded'
+    assert cli.json('device', 'show', fpga['uuid'])['drained'] is False
 
 
 def test_cancel_a_running_operation(cli, cyborg, drivers):

@@ -69,7 +69,7 @@ def test_version_discovery_follows_the_root_document(conn, cyborg):
     assert data.url == cyborg.url + '/v2/'
     assert data.api_version == (2, 0)
     assert data.min_microversion == (2, 0)
-    assert data.max_microversion == (2, 3)
+    assert data.max_microversion == (2, 4)
     assert conn.accelerator.get_endpoint() == cyborg.url + '/v2/'
 
 

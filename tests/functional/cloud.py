@@ -63,6 +63,26 @@ def rewrite_inventory(path, change):
     path.write_text(yaml.safe_dump(document))
 
 
+def nvidia_family_inventory(directory):
+    """A copy of the fake inventory in ``directory`` whose NVIDIA GPUs the
+    "nvidia" driver family drives (its stand-in playbooks)."""
+    def nvidia_family(devices):
+        for device in devices:
+            if device['vendor'] == '0x10de':
+                device['driver_family'] = 'nvidia'
+    path = inventory_copy(directory)
+    rewrite_inventory(path, nvidia_family)
+    return path
+
+
+def catalog_cloud(directory):
+    """A cloud (not started) whose regions offer PR interfaces and whose
+    agent fetches images from the API over HTTP, as on a host."""
+    return Cloud(inventory_file=CATALOG_INVENTORY, http=True, overrides={
+        ('conductor', 'firmware_timeout'): 30,
+        ('agent', 'image_cache_dir'): str(directory / 'cache')})
+
+
 _MIGRATED = None
 
 

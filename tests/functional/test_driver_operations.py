@@ -8,7 +8,6 @@ import json
 import os
 
 import pytest
-import yaml
 
 from cyborg_like.common import context
 from cyborg_like.common import states
@@ -34,12 +33,7 @@ def drivers(tmp_path, monkeypatch):
 
 @pytest.fixture
 def cloud(tmp_path, drivers):
-    document = yaml.safe_load(open(cloud_module.INVENTORY))
-    for device in document['devices']:
-        if device['vendor'] == '0x10de':
-            device['driver_family'] = 'nvidia'
-    inventory = tmp_path / 'inventory.yaml'
-    inventory.write_text(yaml.safe_dump(document))
+    inventory = cloud_module.nvidia_family_inventory(tmp_path)
     cloud = cloud_module.Cloud(str(inventory), overrides={
         ('agent', 'playbook_dir'): os.path.abspath(PLAYBOOKS),
         ('agent', 'playbook_timeout'): 120,

@@ -23,12 +23,7 @@ FIRMWARE_2 = '{"version": "2.0", "interface_id": "%s"}\n' % NEW_INTERFACE
 @pytest.fixture
 def cloud(tmp_path):
     # The agent fetches images from the API over HTTP, as on a host.
-    cloud = cloud_module.Cloud(
-        inventory_file=str(cloud_module.INVENTORY.replace(
-            'inventory.yaml', 'inventory-catalog.yaml')),
-        http=True, overrides={('conductor', 'firmware_timeout'): 30,
-                              ('agent', 'image_cache_dir'):
-                              str(tmp_path / 'cache')}).start()
+    cloud = cloud_module.catalog_cloud(tmp_path).start()
     try:
         yield cloud
     finally:

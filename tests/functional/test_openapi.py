@@ -48,6 +48,7 @@ from cyborg_like.api.schemas import leases as lease_schema
 from cyborg_like.api.schemas import rollouts as rollout_schema
 from cyborg_like.api.schemas import device_profiles as profile_schema
 from cyborg_like.api.schemas import quotas as quota_schema
+from cyborg_like.api.schemas import usage as usage_schema
 from cyborg_like.common import listing as fields
 from tests.functional import cloud as cloud_module
 
@@ -446,6 +447,7 @@ OTHER_QUERIES = {
     '/v2/availability': availability_schema.QUERY['properties'],
     '/v2/rollouts/{uuid}/targets':
         rollout_schema.TARGETS_QUERY['properties'],
+    '/v2/usage': usage_schema.QUERY['properties'],
 }
 
 

@@ -591,12 +591,7 @@ def driver_cloud(tmp_path, monkeypatch):
     drivers.mkdir()
     (drivers / 'nvidia.version').write_text('1.0\n')
     monkeypatch.setenv('CYBORG_LIKE_TEST_DRIVERS', str(drivers))
-    document = yaml.safe_load(open(cloud_module.INVENTORY))
-    for device in document['devices']:
-        if device['vendor'] == '0x10de':
-            device['driver_family'] = 'nvidia'
-    inventory = tmp_path / 'inventory.yaml'
-    inventory.write_text(yaml.safe_dump(document))
+    inventory = cloud_module.nvidia_family_inventory(tmp_path)
     cloud = cloud_module.Cloud(str(inventory), overrides={
         ('rollouts', 'interval'): 0.1,
         ('agent', 'playbook_dir'): os.path.abspath(PLAYBOOKS),

@@ -26,7 +26,8 @@ GPU_UTIL = {'gpu_percent': 37, 'memory_percent': 12,
 
 def _snapshot():
     device = {'type': 'GPU', 'vendor': '0x10de', 'status': 'enabled',
-              'drained': False, 'service_state': 'serving'}
+              'drained': False, 'drain_causes': [],
+              'service_state': 'serving'}
     return {
         'devices': [
             dict(device, id=1, uuid='u-a100', hostname='h1', model='A100',
@@ -34,6 +35,7 @@ def _snapshot():
                  pci_address='0000:af:00.0'),
             dict(device, id=2, uuid='u-t4', hostname='h1', model='T4',
                  health='unhealthy', utilization={}, drained=True,
+                 drain_causes=['driver_operation', 'health'],
                  service_state='drained', pci_address='0000:d8:00.0'),
             dict(device, id=3, uuid='u-fpga', hostname='h2', type='FPGA',
                  vendor='0x8086', model='N3000', health='unknown',
@@ -99,6 +101,12 @@ def test_snapshot_to_series():
     assert _value(series, p + 'device_bound', device_uuid='u-a100') == 1
     assert _value(series, p + 'device_bound', device_uuid='u-t4') == 0
     assert _value(series, p + 'device_drained', device_uuid='u-t4') == 1
+    for cause in ('driver_operation', 'firmware', 'mig_layout', 'health'):
+        assert _value(series, p + 'device_drain_cause', device_uuid='u-t4',
+                      cause=cause) == (cause in ('driver_operation',
+                                                 'health'))
+        assert _value(series, p + 'device_drain_cause',
+                      device_uuid='u-a100', cause=cause) == 0
     assert _value(series, p + 'device_holder', device_uuid='u-a100',
                   project_id='p1', instance_uuid='i1') == 1
 
@@ -278,7 +286,7 @@ def test_snapshot_queries_do_not_grow_with_devices(migrated_db):
     with_20 = _counted_snapshot(20)
     _fleet(20, 200, profile_id)
     with_200 = _counted_snapshot(200)
-    assert with_20 == with_200 <= 7
+    assert with_20 == with_200 <= 8
     # The series of 200 devices come from that snapshot alone.
     with _statements() as seen:
         families = metrics.fleet_families(db_metrics.snapshot(HEALTH),
@@ -286,3 +294,51 @@ def test_snapshot_queries_do_not_grow_with_devices(migrated_db):
     assert len(seen) == with_200
     util = [f for f in families if f.name == 'DCGM_FI_DEV_GPU_UTIL'][0]
     assert len(util.samples) == 200
+
+
+def _device(session, uuid, **columns):
+    device = models.Device(uuid=uuid, type='FPGA', vendor='0x8086',
+                           model='N3000', hostname='h1', **columns)
+    session.add(device)
+    return device
+
+
+def _operation(session, uuid, kind, target, state):
+    session.add(models.Operation(uuid=uuid, type=kind, target_uuid=target,
+                                 state=state))
+    session.flush()
+
+
+def test_every_drain_cause_is_counted(migrated_db):
+    """A device drained by a flash or a MIG layout (status maintaining,
+    its latest such operation not succeeded) is drained as one drained by
+    a driver operation or its health; an operator's disable is not."""
+    with db_api.writer() as session:
+        _device(session, 'flashing', status='maintaining')
+        _operation(session, 'f1', 'firmware', 'flashing', 'running')
+        _device(session, 'failed-layout', status='maintaining')
+        _operation(session, 'm1', 'mig_layout', 'failed-layout', 'failed')
+        # Its latest flash succeeded: the operator disabled it.
+        _device(session, 'disabled', status='maintaining')
+        _operation(session, 'f2', 'firmware', 'disabled', 'failed')
+        _operation(session, 'f3', 'firmware', 'disabled', 'succeeded')
+        # A failed flash it was enabled after drains it no more.
+        _device(session, 'enabled', status='enabled')
+        _operation(session, 'f4', 'firmware', 'enabled', 'failed')
+        _device(session, 'driver', drained_by='op-d', drain_reason='why')
+        _device(session, 'sick', service_state='drained')
+    devices = {d['uuid']: d for d in db_metrics.snapshot(HEALTH)['devices']}
+    assert {uuid: (d['drained'], d['drain_causes'])
+            for uuid, d in devices.items()} == {
+        'flashing': (True, ['firmware']),
+        'failed-layout': (True, ['mig_layout']),
+        'disabled': (False, []),
+        'enabled': (False, []),
+        'driver': (True, ['driver_operation']),
+        'sick': (True, ['health'])}
+    series = _series(metrics.fleet_families(
+        db_metrics.snapshot(HEALTH), NOW, 30))
+    assert _value(series, metrics.PREFIX + 'device_drained',
+                  device_uuid='flashing') == 1
+    assert _value(series, metrics.PREFIX + 'device_drain_cause',
+                  device_uuid='failed-layout', cause='mig_layout') == 1

@@ -7,7 +7,8 @@ from cyborg_like.api import microversion as mv
 @pytest.mark.parametrize('header, expected', [
     (None, '2.0'),
     ('accelerator 2.1', '2.1'),
-    ('accelerator latest', '2.3'),
+    ('accelerator latest', '2.4'),
+    ('accelerator 2.4', '2.4'),
     ('ACCELERATOR 2.2', '2.2'),
     ('compute 2.90, accelerator 2.3', '2.3'),
     ('compute 2.90', '2.0'),        # another service's version only
@@ -18,12 +19,12 @@ def test_requested(header, expected):
     assert str(mv.requested(headers)) == expected
 
 
-@pytest.mark.parametrize('header', ['accelerator 2.4', 'accelerator 1.9',
+@pytest.mark.parametrize('header', ['accelerator 2.5', 'accelerator 1.9',
                                     'accelerator 3.0'])
 def test_unsupported_is_not_acceptable(header):
     with pytest.raises(webob.exc.HTTPNotAcceptable) as raised:
         mv.requested({mv.HEADER: header})
-    assert raised.value.headers[mv.MAX_HEADER] == '2.3'
+    assert raised.value.headers[mv.MAX_HEADER] == '2.4'
 
 
 @pytest.mark.parametrize('header', [

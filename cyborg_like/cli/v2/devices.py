@@ -3,9 +3,11 @@ service and put back (``disable``/``enable``)."""
 
 from cyborg_like.cli import common
 
-COLUMNS = ('uuid', 'type', 'vendor', 'model', 'hostname', 'status')
-LONG_COLUMNS = COLUMNS + ('std_board_info', 'vendor_board_info',
-                          'created_at', 'updated_at')
+# drained and drain_reasons come with microversion 2.4 (empty before).
+COLUMNS = ('uuid', 'type', 'vendor', 'model', 'hostname', 'status',
+           'drained')
+LONG_COLUMNS = COLUMNS + ('drain_reasons', 'std_board_info',
+                          'vendor_board_info', 'created_at', 'updated_at')
 SORT_KEYS = ('created_at', 'updated_at', 'uuid', 'type', 'vendor', 'model',
              'hostname', 'status')
 

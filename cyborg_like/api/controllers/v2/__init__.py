@@ -18,6 +18,7 @@ from cyborg_like.api.controllers.v2 import leases
 from cyborg_like.api.controllers.v2 import operations
 from cyborg_like.api.controllers.v2 import quotas
 from cyborg_like.api.controllers.v2 import rollouts
+from cyborg_like.api.controllers.v2 import usage
 
 
 def version_document():
@@ -47,6 +48,7 @@ class V2Controller(rest.RestController):
     leases = leases.LeasesController()
     rollouts = rollouts.RolloutsController()
     changes = changes.ChangesController()
+    usage = usage.UsageController()
 
     @pecan.expose('json')
     def get(self):

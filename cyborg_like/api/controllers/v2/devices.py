@@ -27,7 +27,34 @@ def _view(device):
     shown = {k: device[k] for k in _FIELDS}
     if pecan.request.version >= microversion.DEVICE_STATUS:
         shown['status'] = device['status']
+    if pecan.request.version >= microversion.DEVICE_DRAIN:
+        shown.update(_drain(device))
     shown['links'] = listing.self_link(RESOURCE, device['uuid'])
+    return shown
+
+
+def _drain(device):
+    """``drained`` and ``drain_reasons`` (2.4). A conductor older than
+    RPC 1.26 sends no reasons: its driver operations' drains are what it
+    shows (``drained_by``)."""
+    reasons = device.get('drain_reasons')
+    if reasons is None:
+        reasons = [] if device.get('drained_by') is None else [{
+            'cause': 'driver_operation', 'operation_uuid':
+            device['drained_by'], 'reason': device.get('drain_reason')}]
+    return {'drained': bool(reasons), 'drain_reasons': reasons}
+
+
+def _health_view(health):
+    """As the conductor reads it; from 2.4 with the drain, and a drained
+    device's ``service_state`` is drained whatever drained it (its
+    readings, or an operation)."""
+    shown = {k: v for k, v in health.items() if k != 'drain_reasons'}
+    if pecan.request.version >= microversion.DEVICE_DRAIN:
+        drain = _drain(health)
+        shown.update(drain)
+        if drain['drained']:
+            shown['service_state'] = 'drained'
     return shown
 
 
@@ -74,8 +101,8 @@ class DevicesController(rest.RestController):
         policy.authorize('cyborg:device:get_one', pecan.request.context,
                          policy.CLOUD)
         validation.validate(_HEALTH_QUERY, params)
-        return pecan.request.conductor_api.get_device_health(
-            pecan.request.context, uuid, int(params.get('history', 60)))
+        return _health_view(pecan.request.conductor_api.get_device_health(
+            pecan.request.context, uuid, int(params.get('history', 60))))
 
     @pecan.expose('json')
     def firmware(self, uuid):
