@@ -259,7 +259,8 @@ def test_pruning_keeps_the_counter(cloud, clock):
     ('start=%s&end=%s' % (EDGE_TEXT, MONTH), 'before its end'),
     ('start=%s&group_by=colour' % MONTH, 'group_by'),
     ('start=%s&colour=red' % MONTH, 'colour'),
-])
+], ids=['no-such-day', 'not-a-time', 'end-before-start', 'bad-dimension',
+        'unknown-parameter'])   # no ':' in an id: gabbi takes it for its own
 def test_bad_queries_are_refused(cloud, query, words):
     status, body = cloud.call('GET', '/v2/usage?' + query, headers=ADMIN)
     assert status == 400, body
