@@ -87,6 +87,7 @@ availability:get          200   403    403    403    200    401  401
 leases:create             201   201    201    403    403    401  401
 leases:list               200   200    200    200    403    401  401
 changes:list              200   200    200    200    403    401  401
+usage:show                200   200    200    200    403    401  401
 leases:show               200   200    200    200    403    401  401
 leases:give_back          200   200    200    403    403    401  401
 leases:revoke             200   403    403    403    403    401  401
@@ -155,6 +156,7 @@ RULES = {
     'leases:revoke': 'cyborg:lease:revoke',
     'leases:preempt': 'cyborg:lease:preempt',
     'changes:list': 'cyborg:change:get',
+    'usage:show': 'cyborg:usage:get',
     'rollouts:create': 'cyborg:rollout:create',
     'rollouts:list': 'cyborg:rollout:get',
     'rollouts:pause': 'cyborg:rollout:pause',
@@ -720,6 +722,7 @@ OPERATIONS = {
     'leases:create': _leases_create,
     'leases:list': _get('/v2/leases'),
     'changes:list': _get('/v2/changes'),
+    'usage:show': _get('/v2/usage?project_id={env.p1}'),
     'leases:show': _get('/v2/leases/{env.lease}'),
     'leases:give_back': _lease_ended('POST', '/v2/leases/%s/give_back', 16),
     'leases:revoke': _lease_ended('DELETE', '/v2/leases/%s', 14),
