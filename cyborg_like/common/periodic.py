@@ -37,6 +37,11 @@ class Periodic:
                                         name=self.name, daemon=True)
         self._thread.start()
 
+    def ran_each_once(self):
+        """Whether every task has ended a run since ``start`` (each runs
+        at once on start)."""
+        return all(w.runs for w in self._worker.iter_watchers())
+
     def stop(self):
         """Wait for a running task to end; may be called more than once,
         and before ``start`` (the worker's wait would block for good)."""

@@ -106,6 +106,12 @@ class ConductorService:
         LOG.info('Conductor on %s listening on topic %s', self.host,
                  rpcapi.TOPIC)
 
+    def first_runs_done(self):
+        """Whether each periodic task ended its first run, which starts
+        at once: what a test acts on must not race it."""
+        return self._periodic.ran_each_once() and \
+            self.placement.first_run_done()
+
     def stop(self):
         self.metrics.stop()
         self._periodic.stop()

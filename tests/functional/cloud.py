@@ -177,6 +177,9 @@ class Cloud:
             self.services[0].placement.start = lambda: None
         for service in self.services:
             service.start()
+        # The conductor's periodic tasks run once at once: a test acting
+        # before that run ends would race it (lease windows, Placement).
+        self.wait_for(self.services[0].first_runs_done, timeout=60)
         self.app = app.setup_app(CONF, self.conductor_api)
         if self.http:
             self._serve()

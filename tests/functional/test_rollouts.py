@@ -463,7 +463,9 @@ def test_an_abort_leaves_no_target_gating(cloud):
     rollout = _create(cloud, {'canary': 1, 'waves': ['100%'],
                               'gate_seconds': 3600})
     uuid = rollout['uuid']
-    [canary] = cloud.wait_for(lambda: _targets(cloud, uuid, '&state=gating'))
+    # Its canary programs first: ample time on a loaded machine.
+    [canary] = cloud.wait_for(
+        lambda: _targets(cloud, uuid, '&state=gating'), timeout=60)
     status, aborted = cloud.call('POST', '/v2/rollouts/%s/abort' % uuid)
     assert (status, aborted['state']) == (200, 'aborted')
     # At once, in the abort's transaction (issue 34: it stayed gating).

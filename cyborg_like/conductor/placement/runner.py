@@ -28,6 +28,7 @@ class PlacementSync:
         self._missing = set()
         self._periodic = periodic.Periodic('placement-sync', [
             (conf.placement.sync_interval, self.sync_now)])
+        self._started = False
 
     @property
     def enabled(self):
@@ -43,9 +44,16 @@ class PlacementSync:
                      'are not synced to Placement')
             return
         self._periodic.start()
+        self._started = True
 
     def stop(self):
         self._periodic.stop()
+        self._started = False
+
+    def first_run_done(self):
+        """True once the periodic's first run (at start) ended, or when
+        no periodic runs."""
+        return not self._started or self._periodic.ran_each_once()
 
     def sync_now(self):
         """One run; returns ``{'synced': [...], 'pending': [...]}`` (hosts
