@@ -260,8 +260,9 @@ def _is_form(content_type):
         media == 'application/x-www-form-urlencoded'
 
 
-def setup_app(conf, conductor_api=None):
-    """Build the API; ``rpc.init`` must have been called already."""
+def setup_app(conf, conductor_api=None, metrics_sources=()):
+    """Build the API; ``rpc.init`` must have been called already.
+    ``metrics_sources`` add series to GET /metrics (api/metrics.py)."""
     conductor_api = read_model.wrap(conductor_api or rpcapi.ConductorAPI(
         timeout=conf.api.conductor_timeout, settle_writes=True), conf)
     app = pecan.make_app(
@@ -289,4 +290,5 @@ def setup_app(conf, conductor_api=None):
         app = audit.wrap(app, conf)
     app = StreamedBodies(BodySizeLimit(SaneRequests(app), conf), app)
     app = request_id.RequestId(access_log.AccessLog(app))
-    return metrics.Middleware(app) if conf.metrics.api_enabled else app
+    return metrics.Middleware(app, metrics_sources) \
+        if conf.metrics.api_enabled else app

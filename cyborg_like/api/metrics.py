@@ -78,10 +78,16 @@ def registry_to_serve():
 
 
 class Middleware:
-    """Measures every request and answers GET /metrics itself."""
+    """Measures every request and answers GET /metrics itself.
 
-    def __init__(self, application):
+    ``sources`` are callables giving more series in Prometheus's text
+    format, served after the API's own: the all-in-one passes its
+    conductor's (process and fleet series), which would otherwise need a
+    port of their own ([metrics] conductor_listen_port)."""
+
+    def __init__(self, application, sources=()):
         self.application = application
+        self.sources = tuple(sources)
 
     def __call__(self, environ, start_response):
         path = environ.get('PATH_INFO', '') or '/'
@@ -105,14 +111,14 @@ class Middleware:
                 time.monotonic() - started)
         return result
 
-    @staticmethod
-    def _serve(environ, start_response):
+    def _serve(self, environ, start_response):
         if environ.get('REQUEST_METHOD') not in ('GET', 'HEAD'):
             start_response('405 Method Not Allowed',
                            [('Allow', 'GET, HEAD'),
                             ('Content-Length', '0')])
             return [b'']
-        body = prometheus_client.generate_latest(registry_to_serve())
+        body = prometheus_client.generate_latest(registry_to_serve()) + \
+            b''.join(source() for source in self.sources)
         start_response('200 OK', [
             ('Content-Type', prometheus_client.CONTENT_TYPE_LATEST),
             ('Content-Length', str(len(body)))])

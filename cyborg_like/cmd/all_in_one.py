@@ -13,6 +13,9 @@ from cyborg_like.common import service
 EMBEDDED_DEFAULTS = (
     (None, 'transport_url', 'inproc:/'),
     ('api', 'auth_strategy', 'noauth'),
+    # One host's fleet: a snapshot per scrape costs nothing, and readings
+    # show on /metrics within a heartbeat of arriving.
+    ('metrics', 'fleet_cache_seconds', 2),
 )
 
 
@@ -40,12 +43,23 @@ def build_services(conf):
     from cyborg_like.conductor import service as conductor_service
     server.check_exposure(conf)
     _prepare_database(conf)
-    return [conductor_service.ConductorService(conf),
-            agent_service.AgentService(conf),
-            server.APIServer(app.setup_app(conf), conf.api.host_ip,
-                             conf.api.port, conf.api.threads,
-                             loopback_only=server.noauth_must_stay_local(
-                                 conf))]
+    conductor = conductor_service.ConductorService(conf)
+    return [conductor, agent_service.AgentService(conf),
+            server.APIServer(app.setup_app(
+                conf, metrics_sources=_fleet_metrics(conf, conductor)),
+                conf.api.host_ip, conf.api.port, conf.api.threads,
+                loopback_only=server.noauth_must_stay_local(conf))]
+
+
+def _fleet_metrics(conf, conductor):
+    """The conductor's series (fleet and process) for the API's /metrics,
+    so that one port shows everything. Only without authentication: the
+    API serves /metrics to anyone, and the fleet series name projects and
+    instances (device_holder); with Keystone they stay on [metrics]
+    conductor_listen_port, as in a split deployment."""
+    if conf.api.auth_strategy != 'noauth':
+        return ()
+    return (conductor.metrics.text,)
 
 
 def main():

@@ -24,6 +24,7 @@ from prometheus_client import core
 from prometheus_client import exposition
 
 from cyborg_like.common import states
+from cyborg_like.conductor import dcgm_metrics
 from cyborg_like.conductor import usage_metrics
 from cyborg_like.db import drain_reasons
 from cyborg_like.db import metrics as db_metrics
@@ -136,19 +137,6 @@ def rollout_run():
 
 # -- fleet series ------------------------------------------------------------
 
-DCGM = (('DCGM_FI_DEV_GPU_UTIL', 'GPU utilization (in %).',
-         lambda u: u.get('gpu_percent')),
-        ('DCGM_FI_DEV_FB_USED', 'Framebuffer memory used (in MiB).',
-         lambda u: _mib(u.get('memory_used_bytes'))),
-        ('DCGM_FI_DEV_FB_FREE', 'Framebuffer memory free (in MiB).',
-         lambda u: _mib(_minus(u.get('memory_total_bytes'),
-                               u.get('memory_used_bytes')))),
-        ('DCGM_FI_DEV_GPU_TEMP', 'GPU temperature (in C).',
-         lambda u: u.get('temperature_c')),
-        ('DCGM_FI_DEV_POWER_USAGE', 'Power draw (in W).',
-         lambda u: u.get('power_w')))
-DCGM_LABELS = ['gpu', 'UUID', 'pci_bus_id', 'device', 'modelName',
-               'Hostname']
 DEVICE_LABELS = ['device_uuid', 'hostname', 'type', 'model']
 # (series, help, utilization key, scale)
 DEVICE_READINGS = (
@@ -174,7 +162,7 @@ def fleet_families(snap, now, host_down_after):
     (a naive UTC datetime), as a list of metric families."""
     families = []
     families += _device_families(snap['devices'], snap['holders'])
-    families += _dcgm_families(snap['devices'])
+    families += dcgm_metrics.families(snap['devices'], snap['holders'])
     families += _host_families(snap['hosts'], now, host_down_after)
     families += _resource_class_families(snap['resource_classes'])
     families += _breaker_families(snap['breaker'])
@@ -243,24 +231,6 @@ def _device_families(devices, holders):
                 family.add_metric(labels, value * scale)
     return [info, health, service, bound, drained, causes,
             holder] + readings
-
-
-def _dcgm_families(devices):
-    families = [core.GaugeMetricFamily(name, text, labels=DCGM_LABELS)
-                for name, text, _get in DCGM]
-    index = {}
-    for device in devices:
-        if device['type'] != 'GPU':
-            continue
-        number = index[device['hostname']] = index.get(
-            device['hostname'], -1) + 1
-        labels = [str(number), device['uuid'], device['pci_address'],
-                  'nvidia%d' % number, device['model'], device['hostname']]
-        for family, (_n, _t, get) in zip(families, DCGM):
-            value = _number(get(device['utilization']))
-            if value is not None:
-                family.add_metric(labels, value)
-    return families
 
 
 def _host_families(hosts, now, down_after):
@@ -332,16 +302,6 @@ def _number(value):
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     return value
-
-
-def _mib(value):
-    return None if _number(value) is None else value / 1048576.0
-
-
-def _minus(total, used):
-    if _number(total) is None or _number(used) is None:
-        return None
-    return max(0, total - used)
 
 
 class FleetCollector:
@@ -466,12 +426,17 @@ class MetricsServer:
         if environ.get('PATH_INFO') not in ('/', '/metrics'):
             start_response('404 Not Found', [('Content-Type', 'text/plain')])
             return [b'Not Found\n']
-        body = (prometheus_client.generate_latest(self._process)
-                + self.fleet.text())
+        body = self.text()
         start_response('200 OK', [
             ('Content-Type', prometheus_client.CONTENT_TYPE_LATEST),
             ('Content-Length', str(len(body)))])
         return [body]
+
+    def text(self):
+        """This process's series, then the fleet's as last rendered, in
+        Prometheus's text format (also served by the all-in-one's API)."""
+        return (prometheus_client.generate_latest(self._process)
+                + self.fleet.text())
 
     def start(self):
         if not self.enabled:

@@ -53,11 +53,13 @@ def _devices(session):
         sa.select(dev.id, dev.uuid, dev.hostname, dev.type, dev.vendor,
                   dev.model, dev.status, dev.health, dev.utilization,
                   dev.drained_by, dev.drain_reason, dev.service_state,
+                  dev.vendor_board_info,
                   sa.func.min(cpid.cpid_info).label('cpid'))
         .outerjoin(cpid, cpid.device_id == dev.id)
         .group_by(dev.id, dev.uuid, dev.hostname, dev.type, dev.vendor,
                   dev.model, dev.status, dev.health, dev.utilization,
-                  dev.drained_by, dev.drain_reason, dev.service_state)
+                  dev.drained_by, dev.drain_reason, dev.service_state,
+                  dev.vendor_board_info)
         .order_by(dev.hostname, dev.id)).all()
     why = drain_reasons.of_devices(session, rows, fleet=True)
     return [{'id': r.id, 'uuid': r.uuid, 'hostname': r.hostname,
@@ -67,6 +69,8 @@ def _devices(session):
              'drained': bool(why[r.uuid]),
              'drain_causes': [w['cause'] for w in why[r.uuid]],
              'service_state': r.service_state,
+             # The GPU's NVML uuid, index and minor (dcgm-exporter's labels)
+             'vendor_board_info': _json(r.vendor_board_info, {}),
              'pci_address': _address(r.cpid)} for r in rows]
 
 

@@ -7,6 +7,7 @@ at once. The file format is etc/cyborg_like/fake-inventory.yaml.sample.
 
 import json
 import os
+import re
 import time
 import uuid
 
@@ -16,6 +17,8 @@ import yaml
 from cyborg_like.common import exception
 from cyborg_like.common import inventory
 from cyborg_like.drivers import base
+from cyborg_like.drivers import fake_readings
+from cyborg_like.drivers.nvidia_gpu import vgpu
 from cyborg_like.drivers import pci
 
 # The trait Cyborg's fake driver reports: profiles written for it (the
@@ -38,7 +41,9 @@ DEFAULT_INVENTORY = {
               'attributes': {'rc': 'FPGA', 'trait0': 'CUSTOM_FPGA_INTEL',
                              'trait1': 'CUSTOM_FPGA_REGION_1',
                              'trait2': FAKE_DEVICE_TRAIT},
-              'pci_functions': ['0000:5e:00.2']}]},
+              'pci_functions': ['0000:5e:00.2']}],
+         # What the Intel FPGA driver reads from the board's sensors.
+         'readings': {'temperature_c': 52, 'board_power_w': 38.0}},
         {'type': 'GPU', 'vendor': '0x10de', 'model': 'Tesla T4',
          'pci_address': '0000:af:00.0',
          'std_board_info': {'device_id': '0x1eb8', 'class': '0x030200'},
@@ -47,7 +52,12 @@ DEFAULT_INVENTORY = {
               'attributes': {'rc': 'PGPU', 'trait0': 'CUSTOM_GPU_NVIDIA',
                              'trait1': 'CUSTOM_GPU_TESLA_T4',
                              'trait2': FAKE_DEVICE_TRAIT},
-              'pci_functions': ['0000:af:00.0']}]},
+              'pci_functions': ['0000:af:00.0']}],
+         # A T4 at work (fake_readings.py): 15 GiB, 70 W at most.
+         'readings': {'gpu_percent': 35, 'memory_percent': 20,
+                      'memory_used_bytes': 4294967296,
+                      'memory_total_bytes': 16106127360,
+                      'temperature_c': 48, 'power_w': 32.5}},
     ]
 }
 
@@ -83,9 +93,23 @@ class FakeDriver(base.AcceleratorDriver, base.Programmable,
     whole GPU offers 0 and each MIG device is a ``<gpu>-mig-<n>``
     deployable (rc ``CUSTOM_MIG_<PROFILE>``) with a MIG handle carrying
     its ``mig_uuid``, as the nvidia_gpu driver reports them.
-    ``mig_apply_seconds`` makes applying take that long."""
+    ``mig_apply_seconds`` makes applying take that long.
+
+    A GPU entry with ``vgpu`` (``{type, name, instances}``: an mdev type
+    id such as ``nvidia-222``, its name, how many vGPUs of it the GPU
+    makes; ``device_api``, vfio-pci by default) offers vGPUs as the
+    nvidia_gpu driver does once the operator enabled that type: the GPU's
+    other deployables offer 0 (the silicon is cut into vGPUs) and a
+    ``<gpu>-vgpu-<type>`` deployable (rc ``VGPU``, traits
+    ``CUSTOM_GPU_NVIDIA`` and ``CUSTOM_VGPU_<NAME>``) has one MDEV handle
+    per instance, its info and mdev uuid those the driver gives, from the
+    entry's ``uuid`` (the GPU's NVML uuid; else one fixed by its
+    address). The mdevs count as made: preparing a handle makes nothing."""
 
     name = 'fake'
+    # Where readings take their time from (fake_readings.py); tests set
+    # it on an instance to read any moment.
+    clock = staticmethod(time.time)
 
     def __init__(self, conf):
         super().__init__(conf)
@@ -99,6 +123,7 @@ class FakeDriver(base.AcceleratorDriver, base.Programmable,
         for device, entry in zip(devices, entries):
             self._apply_firmware(device)
             self._apply_layout(device, entry)
+            _apply_vgpu(device, entry, self.name)
             for deployable in device.deployables:
                 key = self._key(device.controlpath_id, deployable.name)
                 if key in self._programmed:
@@ -107,18 +132,31 @@ class FakeDriver(base.AcceleratorDriver, base.Programmable,
 
     def health(self):
         """The readings of the devices whose entry has a ``health``
-        mapping (``healthy``, ``reasons``, ``utilization``); the others
-        send none and stay of unknown health."""
-        readings = []
-        for entry in self._entries():
-            reading = entry.get('health')
-            if isinstance(reading, dict):
-                readings.append(base.DeviceHealth(
-                    pci.controlpath_id(entry['pci_address']),
-                    healthy=bool(reading.get('healthy', True)),
-                    reasons=list(reading.get('reasons') or []),
-                    utilization=dict(reading.get('utilization') or {})))
-        return readings
+        mapping (``healthy``, ``reasons``, ``utilization``) or
+        ``readings`` (values that change over time, fake_readings.py);
+        the others send none and stay of unknown health."""
+        now = self.clock()
+        return [self._health_of(entry, now) for entry in self._entries()
+                if isinstance(entry.get('health'), dict)
+                or isinstance(entry.get('readings'), dict)]
+
+    @staticmethod
+    def _health_of(entry, now):
+        """One device's reading at ``now``: its ``readings`` on top of its
+        fixed ``health``, whose verdict they replace when they give one."""
+        fixed = entry.get('health')
+        fixed = fixed if isinstance(fixed, dict) else {}
+        healthy = bool(fixed.get('healthy', True))
+        reasons = list(fixed.get('reasons') or [])
+        utilization = dict(fixed.get('utilization') or {})
+        if isinstance(entry.get('readings'), dict):
+            reading = fake_readings.at(entry['readings'], now)
+            utilization.update(reading.utilization)
+            if reading.healthy is not None:
+                healthy, reasons = reading.healthy, reading.reasons
+        return base.DeviceHealth(pci.controlpath_id(entry['pci_address']),
+                                 healthy=healthy, reasons=reasons,
+                                 utilization=utilization)
 
     def _entries(self):
         path = self.conf.fake_driver.inventory_file
@@ -299,3 +337,48 @@ class FakeDriver(base.AcceleratorDriver, base.Programmable,
             attributes=entry.get('attributes', {}),
             attach_handles=handles,
             bitstream_id=entry.get('bitstream_id'))
+
+
+# -- vGPUs --------------------------------------------------------------
+
+
+def _apply_vgpu(device, entry, driver_name):
+    """The vGPU deployable of an entry with ``vgpu``; the GPU's other
+    deployables offer 0 beside it, as on the hardware (N vGPUs of one
+    type or the whole GPU)."""
+    offered = entry.get('vgpu')
+    if not offered:
+        return
+    for deployable in device.deployables:
+        deployable.num_accelerators = 0
+    device.deployables.append(_vgpu_deployable(
+        device.deployables[0].name if device.deployables else 'gpu',
+        _gpu_uuid(entry), offered, driver_name))
+
+
+def _vgpu_deployable(gpu_name, gpu_uuid, offered, driver_name):
+    type_id = offered['type']
+    handles = [vgpu.mdev_handle(gpu_uuid, type_id, n,
+                                offered.get('device_api', 'vfio-pci'))
+               for n in range(int(offered['instances']))]
+    return base.Deployable(
+        name='%s-vgpu-%s' % (gpu_name, type_id), driver_name=driver_name,
+        num_accelerators=len(handles),
+        attributes={'rc': 'VGPU', 'trait0': 'CUSTOM_GPU_NVIDIA',
+                    'trait1': 'CUSTOM_VGPU_' + _custom(
+                        offered.get('name') or type_id)},
+        attach_handles=handles)
+
+
+def _gpu_uuid(entry):
+    """The GPU's NVML uuid: the entry's, else one that its address fixes
+    (the mdev uuids derive from it, so they stay across restarts)."""
+    return entry.get('uuid') or 'GPU-%s' % uuid.uuid5(
+        uuid.NAMESPACE_URL, 'fake-gpu:%s' % pci.full_address(
+            entry['pci_address']))
+
+
+def _custom(text):
+    """A trait's name part as the nvidia_gpu driver writes it:
+    ``'GRID T4-2Q'`` -> ``'GRID_T4_2Q'``."""
+    return re.sub(r'[^A-Z0-9]+', '_', text.upper()).strip('_')

@@ -78,9 +78,27 @@ def test_discovers_every_gpu_with_its_identity(nvidia_driver):
     assert h100.vendor_board_info == {
         'uuid': H100_UUID, 'driver_version': '550.54.15',
         'cuda_version': '12.4', 'memory_total_bytes': 80 * GIB,
-        'mig_mode': 'enabled', 'mig_layout': ['3g.40gb', '1g.10gb']}
+        'mig_mode': 'enabled', 'mig_layout': ['3g.40gb', '1g.10gb'],
+        'index': 0, 'minor': 3}
     a100 = devices[A100_ADDRESS].vendor_board_info
     assert (a100['mig_mode'], a100['mig_layout']) == ('disabled', [])
+
+
+def test_index_and_minor_number_for_dcgm_labels(nvidia_driver):
+    # NVML index order is the data file's; the H100's minor number is not
+    # its index (as on hosts where /dev/nvidiaN skips), and the A100's
+    # NVML answers NOT_SUPPORTED: no minor, the conductor falls back.
+    devices = by_address(nvidia_driver.discover())
+    h100 = devices[H100_ADDRESS].vendor_board_info
+    a100 = devices[A100_ADDRESS].vendor_board_info
+    assert (h100['index'], h100['minor']) == (0, 3)
+    assert a100['index'] == 1
+    assert 'minor' not in a100
+    # Each MIG reading names its GPU instance (dcgm-exporter's GPU_I_ID).
+    migs = health_by_address(nvidia_driver.health())[H100_ADDRESS] \
+        .utilization['mig_devices']
+    assert sorted((m['gpu_instance_id'], m['profile'])
+                  for m in migs.values()) == [(2, '3g.40gb'), (9, '1g.10gb')]
 
 
 def test_inventory_passes_the_wire_schema(nvidia_driver):
@@ -630,7 +648,11 @@ def test_health_reports_load_and_sensors(nvidia_driver):
         'memory_used_bytes': 4 * GIB, 'memory_total_bytes': 40 * GIB,
         'temperature_c': 35, 'power_w': 61.5,
         'ecc_uncorrected_volatile': 0, 'retired_pages_pending': False,
-        'remapped_rows_pending': False}
+        'remapped_rows_pending': False,
+        # Read for dcgm-exporter's series, not judged: two uncorrected
+        # errors in its life leave the GPU healthy.
+        'ecc_uncorrected_aggregate': 2, 'sm_clock_mhz': 1410,
+        'memory_clock_mhz': 1215}
     # MIG mode: NVML has no whole-GPU utilization; H100 retires no pages.
     h100 = healths[H100_ADDRESS].utilization
     assert 'gpu_percent' not in h100
@@ -671,8 +693,9 @@ def test_temperature_threshold_is_configurable(nvidia_driver, fake_nvml,
 
 def test_gpu_without_ecc_or_sensors_is_healthy(nvidia_driver, fake_nvml):
     a100 = fake_nvml.gpu(A100_UUID)
-    for key in ('ecc_uncorrected_volatile', 'retired_pages_pending',
-                'remapped_rows'):
+    for key in ('ecc_uncorrected_volatile', 'ecc_uncorrected_aggregate',
+                'retired_pages_pending', 'remapped_rows', 'clock_sm',
+                'clock_mem'):
         del a100[key]
     a100['errors'] = {'nvmlDeviceGetTemperatureV': 'NOT_SUPPORTED',
                       'nvmlDeviceGetTemperature': 'NOT_SUPPORTED',
@@ -832,10 +855,15 @@ def test_gpu_leaving_the_middle_of_the_list_shifts_nothing(
     assert 'NVIDIA GPU %s (%s) is gone from NVML' % (
         A100_UUID, A100_ADDRESS) in caplog.text
 
-    # Back on the bus and answering: read afresh, nothing kept.
+    # Back on the bus and answering: read afresh, nothing kept -- its
+    # NVML index is the shifted one now (dcgm-exporter's ``gpu`` shifts
+    # the same way).
     third['lost'] = 0
     fake_nvml.write()
-    assert by_address(nvidia_driver.discover()) == after
+    again = by_address(nvidia_driver.discover())
+    assert again['0000:d8:00.0'].vendor_board_info['index'] == 1
+    after['0000:d8:00.0'].vendor_board_info['index'] = 1
+    assert again == after
 
 
 def test_lost_gpu_never_seen_is_left_out(nvidia_driver, fake_nvml, caplog):

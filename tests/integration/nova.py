@@ -7,7 +7,8 @@
   ``admin_token`` plugin);
 * cyborg_like as separate processes behind the session's Keystone (API,
   conductor, and one agent per compute host: the deployment's ``agent``
-  and ``agent2``, each with its own ``[DEFAULT] host`` and fake inventory);
+  and ``agent2``, each with its own ``[DEFAULT] host`` and a copy of the
+  fake inventory ``INVENTORY``: BASE_INVENTORY and a GPU cut into vGPUs);
 * Nova from its own virtualenv (tools/setup-nova-venv.sh): the API under
   gunicorn, conductor, scheduler and two nova-compute with the fake virt
   driver ``fake.FakeDriverWithoutFakeNodes``, named as our two agents'
@@ -25,6 +26,7 @@ the end (SIGTERM to each process group, the databases, the vhost).
 
 import concurrent.futures
 import contextlib
+import copy
 import http.server
 import json
 import os
@@ -55,6 +57,23 @@ ARQ_BINDING_TIMEOUT = 40
 START_TIMEOUT = 120.0
 # A server reaches a stable status within this (a late bind included).
 SERVER_TIMEOUT = 90.0
+# The GPU both compute hosts have beside BASE_INVENTORY's, cut into vGPUs
+# (the fake driver's ``vgpu`` entry: MDEV handles as the nvidia_gpu driver
+# gives them). Type id and name as a GPU's mdev_supported_types would
+# list them; made up.
+VGPU_TYPE = {'type': 'nvidia-222', 'name': 'GRID V100-4Q', 'instances': 2}
+VGPU_TRAIT = 'CUSTOM_VGPU_GRID_V100_4Q'
+VGPU_GPU_UUID = 'GPU-5b1e0c3a-7d4f-4e62-9a18-c0ffee000222'
+VGPU_GPU = {'type': 'GPU', 'vendor': '0x10de', 'model': 'Tesla V100',
+            'pci_address': '0000:d8:00.0', 'uuid': VGPU_GPU_UUID,
+            'std_board_info': {'device_id': '0x1db4', 'class': '0x030200'},
+            'deployables': [
+                {'name': 'gpu1',
+                 'attributes': {'rc': 'PGPU', 'trait0': 'CUSTOM_GPU_NVIDIA'},
+                 'pci_functions': ['0000:d8:00.0']}],
+            'vgpu': VGPU_TYPE}
+INVENTORY = copy.deepcopy(infra.BASE_INVENTORY)
+INVENTORY['devices'].append(VGPU_GPU)
 NOVA_API_WSGI = '''import sys
 # Nova's WSGI entry point parses sys.argv as its own command line:
 # gunicorn's would be rejected.
@@ -567,7 +586,7 @@ def nova_cloud(workdir, keystone, glance, bitstreams=None):
         stack.callback(keystone.admin_request, 'DELETE', '/users/' + user_id)
         dep = ks.KeystoneDeployment(
             'mariadb', _mkdir(workdir, 'cyborg'), transport_url, cyborg_db,
-            keystone, extra_config=_cyborg_config(
+            keystone, inventory=INVENTORY, extra_config=_cyborg_config(
                 keystone, placement.url, bitstream_dir, nova_user))
         host2 = dep.host + '-2'
         agent2 = second_agent(dep, host2, dep.workdir)
@@ -603,8 +622,9 @@ def nova_cloud(workdir, keystone, glance, bitstreams=None):
 
 def wait_synced(cloud):
     """Until Placement shows our providers under both compute nodes."""
-    expected = sum(len(d['deployables'])
-                   for d in infra.BASE_INVENTORY['devices'])
+    # One provider per deployable, and one for a GPU's vGPUs.
+    expected = sum(len(d['deployables']) + bool(d.get('vgpu'))
+                   for d in INVENTORY['devices'])
 
     def check():
         providers = cloud.placement.get(

@@ -23,6 +23,8 @@ import uuid
 
 import pytest
 
+from cyborg_like.drivers.nvidia_gpu import vgpu
+
 from . import nova as nova_module
 from .infra import utcnow
 
@@ -42,6 +44,8 @@ PROFILES = {
     'fpga-slow': [dict(FPGA, **{'accel:bitstream_id': 'bs-slow'})],
     'fpga-fail': [dict(FPGA, **{'accel:bitstream_id': 'bs-fail'})],
     'fpga-and-gpu': [FPGA, {'resources:PGPU': '1'}],
+    'vgpu': [{'resources:VGPU': '1',
+              'trait:%s' % nova_module.VGPU_TRAIT: 'required'}],
 }
 
 
@@ -164,6 +168,29 @@ def test_two_device_profile_groups(cloud):
     _delete(cloud, server)
 
 
+def test_boot_and_delete_with_a_vgpu(cloud):
+    """A vGPU is bound as an MDEV handle: the ARQ Nova reads carries the
+    mdev as the nvidia_gpu driver gives it (Nova's fake virt driver
+    attaches nothing; docs/nova.md says what its libvirt driver does)."""
+    server = _boot(cloud, 'vgpu')
+    [arq] = nova_module.assert_consistent(
+        cloud, {server['id']: 1})[server['id']]
+    resp = cloud.dep.request(
+        'GET', '/v2/accelerator_requests/%s' % arq['uuid'],
+        cloud.dep.keystone.token('admin'))
+    assert resp.status_code == 200, resp.text
+    shown = resp.json()
+    assert (shown['state'], shown['attach_handle_type']) == (
+        'Bound', 'MDEV'), shown
+    offered = nova_module.VGPU_TYPE
+    assert shown['attach_handle_info'] in [
+        vgpu.mdev_handle(nova_module.VGPU_GPU_UUID, offered['type'], n,
+                         'vfio-pci').attach_info
+        for n in range(offered['instances'])], shown
+    assert shown['hostname'] == server['OS-EXT-SRV-ATTR:host']
+    _delete(cloud, server)
+
+
 def test_reboot_and_rebuild_keep_the_arqs(cloud):
     server = _boot(cloud, 'fpga')
     arqs = _arqs(cloud, server, 1)
@@ -244,7 +271,8 @@ def test_a_lease_gets_its_device_back_through_nova(cloud):
     token = cloud.dep.keystone.token('admin')
     [gpu] = [d['uuid'] for d in cloud.dep.admin_get(
         '/v2/devices?hostname=%s' % arq['hostname'])['devices']
-        if d['type'] == 'GPU']
+        if d['type'] == 'GPU'
+        and d['model'] != nova_module.VGPU_GPU['model']]
     start = utcnow().replace(microsecond=0) + datetime.timedelta(seconds=3)
     resp = cloud.dep.request('POST', '/v2/leases', token, json={
         'devices': [gpu], 'timezone': 'UTC', 'start': start.isoformat(),

@@ -141,7 +141,8 @@ def test_dcgm_names_and_labels():
     series = _series(metrics.fleet_families(_snapshot(), NOW, 30))
     labels = dict(gpu='0', UUID='u-a100', device='nvidia0',
                   modelName='A100', Hostname='h1',
-                  pci_bus_id='0000:af:00.0')
+                  pci_bus_id='00000000:AF:00.0', device_uuid='u-a100',
+                  project_id='p1')
     assert _value(series, 'DCGM_FI_DEV_GPU_UTIL', **labels) == 37
     assert _value(series, 'DCGM_FI_DEV_FB_USED', **labels) == 2048
     assert _value(series, 'DCGM_FI_DEV_FB_FREE', **labels) == 14 * 1024

@@ -63,8 +63,10 @@ def test_reports_only_changes():
     assert tracker.update_inventory(force=True) is True
     assert len(conductor.reports) == 2
     tracker.heartbeat()
-    # The fake driver reports no health; its devices are "unknown".
-    assert conductor.heartbeats == [(tracker._reported_hash, [])]
+    # The built-in devices' readings (drivers/fake_readings.py), one each.
+    [(reported_hash, health)] = conductor.heartbeats
+    assert reported_hash == tracker._reported_hash
+    assert [h['healthy'] for h in health] == [True, True]
 
 
 def test_failing_driver_keeps_its_devices_and_spares_the_others():
@@ -110,10 +112,13 @@ def test_health_comes_from_drivers_that_report_it():
                                    'flaky': flaky})
     tracker.heartbeat()
     [(_, health)] = conductor.heartbeats
-    assert [h['utilization'] for h in health] == [{'gpu_percent': 3}]
+    # The fake's two built-in devices, then the flaky driver's reading.
+    assert len(health) == 3
+    assert health[-1]['utilization'] == {'gpu_percent': 3}
     flaky.fail = True
     tracker.heartbeat()      # a failing driver does not stop the heartbeat
-    assert conductor.heartbeats[-1][1] == []
+    assert [h['controlpath_id'] for h in conductor.heartbeats[-1][1]] == \
+        [h['controlpath_id'] for h in health[:2]]
 
 
 class MdevDriver(fake.FakeDriver, base.AttachPreparing):

@@ -235,6 +235,8 @@ class NvidiaGPUDriver(base.AcceleratorDriver, base.HealthReporting,
             # repair and temperature are the whole GPU's, judged above.
             utilization['mig_devices'] = {
                 mig_device.uuid: {'profile': mig_device.profile,
+                                  'gpu_instance_id':
+                                      mig_device.gpu_instance_id,
                                   'memory_used_bytes': mig_device.memory_used,
                                   'memory_total_bytes':
                                       mig_device.memory_total}
@@ -338,7 +340,12 @@ def _vendor_board_info(gpu, versions):
     mig_mode = {None: 'unsupported', True: 'enabled', False: 'disabled'}
     info = {'uuid': gpu.uuid, 'driver_version': versions[0],
             'cuda_version': versions[1], 'memory_total_bytes':
-            gpu.memory_total, 'mig_mode': mig_mode[gpu.mig_enabled]}
+            gpu.memory_total, 'mig_mode': mig_mode[gpu.mig_enabled],
+            # The NVML index and /dev/nvidia<minor>: dcgm-exporter's
+            # ``gpu`` and ``device`` labels (conductor/dcgm_metrics.py).
+            'index': gpu.index}
+    if gpu.minor is not None:
+        info['minor'] = gpu.minor
     if gpu.mig_enabled is not None:
         # The layout in place, largest profile first, as applied.
         info['mig_layout'] = mig.largest_first(
@@ -368,6 +375,9 @@ def _utilization(reading):
         'temperature_c': reading.temperature,
         'power_w': power_w,
         'ecc_uncorrected_volatile': reading.ecc_uncorrected,
+        'ecc_uncorrected_aggregate': reading.ecc_uncorrected_aggregate,
+        'sm_clock_mhz': reading.sm_clock_mhz,
+        'memory_clock_mhz': reading.memory_clock_mhz,
         'retired_pages_pending': reading.retired_pages_pending,
         'remapped_rows_pending': reading.remapped_rows_pending,
     }

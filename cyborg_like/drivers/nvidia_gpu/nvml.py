@@ -54,6 +54,9 @@ class Gpu:
     numa_node: int | None       # None when NVML cannot tell
     mig_enabled: bool | None    # None when the GPU has no MIG
     migs: list = dataclasses.field(default_factory=list)
+    # N of /dev/nvidiaN (dcgm-exporter's ``device`` label); None when
+    # NVML cannot tell.
+    minor: int | None = None
 
 
 # The health checks that need a query a GPU or driver may lack, by the
@@ -76,6 +79,10 @@ class Reading:
     retired_pages_pending: bool | None
     remapped_rows_pending: bool | None
     remapped_rows_failure: bool | None
+    # Read for the metrics only (dcgm-exporter's fields), never judged:
+    ecc_uncorrected_aggregate: int | None = None   # over the GPU's life
+    sm_clock_mhz: int | None = None
+    memory_clock_mhz: int | None = None
     # CHECK_* names of the health checks this GPU or driver cannot make.
     unchecked: list = dataclasses.field(default_factory=list)
 
@@ -155,7 +162,8 @@ def read_gpu(index):
         memory_total=_memory(gpu_handle).total,
         numa_node=_numa_node(gpu_handle),
         mig_enabled=mig_on,
-        migs=migs(gpu_handle) if mig_on else [])
+        migs=migs(gpu_handle) if mig_on else [],
+        minor=_optional(pynvml.nvmlDeviceGetMinorNumber, gpu_handle))
 
 
 def read_health(gpu_handle):
@@ -187,6 +195,14 @@ def read_health(gpu_handle):
         # remap rows where older GPUs retired pages.
         remapped_rows_pending=None if remapped is None else bool(remapped[2]),
         remapped_rows_failure=None if remapped is None else bool(remapped[3]),
+        ecc_uncorrected_aggregate=_optional(
+            pynvml.nvmlDeviceGetTotalEccErrors, gpu_handle,
+            pynvml.NVML_MEMORY_ERROR_TYPE_UNCORRECTED,
+            pynvml.NVML_AGGREGATE_ECC),
+        sm_clock_mhz=_optional(pynvml.nvmlDeviceGetClockInfo, gpu_handle,
+                               pynvml.NVML_CLOCK_SM),
+        memory_clock_mhz=_optional(pynvml.nvmlDeviceGetClockInfo,
+                                   gpu_handle, pynvml.NVML_CLOCK_MEM),
         unchecked=unchecked)
 
 

@@ -311,10 +311,18 @@ def _mig_backed_profile(type_name):
 
 
 def _mdev_handle(gpu, vgpu_type, number, parent=None):
-    info = {'asked_type': vgpu_type.type_id,
-            'vgpu_mark': '%s_%d' % (vgpu_type.type_id, number),
-            'uuid': _mdev_uuid(gpu.uuid, vgpu_type.type_id, number),
-            'device_api': vgpu_type.device_api}
+    return mdev_handle(gpu.uuid, vgpu_type.type_id, number,
+                       vgpu_type.device_api, parent=parent)
+
+
+def mdev_handle(gpu_uuid, type_id, number, device_api, parent=None):
+    """The MDEV handle of vGPU ``number`` of ``type_id`` on the GPU
+    ``gpu_uuid``. Public so that the fake driver reports its vGPUs in the
+    very shape, and with the very mdev uuids, this driver gives."""
+    info = {'asked_type': type_id,
+            'vgpu_mark': '%s_%d' % (type_id, number),
+            'uuid': _mdev_uuid(gpu_uuid, type_id, number),
+            'device_api': device_api}
     if parent is not None:
         info['parent'] = parent         # the VF the mdev is made on
     return base.AttachHandle('MDEV', info)

@@ -20,7 +20,8 @@ GPUS = [
      'bus_id': '00000000:AF:00.0', 'pci_device_id': '0x233010DE',
      'pci_subsystem_id': '0x16C110DE', 'memory_total': 80 * GIB,
      'memory_reserved': 530 * 1024 ** 2, 'memory_used': 0,
-     'numa_node': 1, 'mig_mode': 1, 'max_mig_devices': 7,
+     'numa_node': 1, 'minor_number': 3, 'mig_mode': 1,
+     'max_mig_devices': 7,
      'temperature': 41, 'power_mw': 72000, 'ecc_uncorrected_volatile': 0,
      'remapped_rows': '0 0 0 0',
      'migs': [
@@ -39,6 +40,7 @@ GPUS = [
      'mig_mode': 0, 'max_mig_devices': 7,
      'utilization_gpu': 37, 'utilization_memory': 12,
      'temperature': 35, 'power_mw': 61500, 'ecc_uncorrected_volatile': 0,
+     'ecc_uncorrected_aggregate': 2, 'clock_sm': 1410, 'clock_mem': 1215,
      'retired_pages_pending': 0, 'remapped_rows': '0 0 0 0'},
 ]
 

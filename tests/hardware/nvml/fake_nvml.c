@@ -38,6 +38,7 @@
  *   pci_subsystem_id = 0x16C110DE
  *   memory_total / memory_reserved / memory_used = bytes
  *   numa_node = 1                 absent: NOT_SUPPORTED
+ *   minor_number = 3              N of /dev/nvidiaN; absent: NOT_SUPPORTED
  *   mig_mode = 1                  absent: NOT_SUPPORTED (not MIG capable)
  *   max_mig_devices = 7           default 7 when mig_profiles is given
  *   mig_profiles = a100-80gb      the GPU-instance profiles it offers (MIG
@@ -50,6 +51,9 @@
  *   temperature = 41              degrees C
  *   power_mw = 72000
  *   ecc_uncorrected_volatile = 0  absent: NOT_SUPPORTED (ECC off)
+ *   ecc_uncorrected_aggregate = 0 lifetime count; absent: NOT_SUPPORTED
+ *   clock_sm / clock_mem = 1410   current clocks in MHz; absent:
+ *                                 NOT_SUPPORTED
  *   retired_pages_pending = 0     absent: NOT_SUPPORTED (Ampere and later)
  *   remapped_rows = 0 0 0 0       corrected uncorrected pending failure;
  *                                 absent: NOT_SUPPORTED (before Ampere)
@@ -184,6 +188,9 @@ enum {
 #define NVML_TEMPERATURE_GPU 0
 #define NVML_MEMORY_ERROR_TYPE_UNCORRECTED 1
 #define NVML_VOLATILE_ECC 0
+#define NVML_AGGREGATE_ECC 1
+#define NVML_CLOCK_SM 1
+#define NVML_CLOCK_MEM 2
 
 typedef struct {
     char busIdLegacy[16];
@@ -431,6 +438,7 @@ typedef struct fake_device {
     unsigned int pci_device_id, pci_subsystem_id;
     unsigned long long memory_total, memory_reserved, memory_used;
     int has_numa, numa_node;
+    int has_minor, minor_number;
     int has_mig, mig_mode;
     unsigned int max_mig_devices;
     int mig_pending;                     /* mode after the next reset */
@@ -445,6 +453,10 @@ typedef struct fake_device {
     unsigned int power_mw;
     int has_ecc;
     unsigned long long ecc_uncorrected_volatile;
+    int has_ecc_aggregate;
+    unsigned long long ecc_uncorrected_aggregate;
+    int has_clock_sm, has_clock_mem;
+    unsigned int clock_sm, clock_mem;
     int has_retired, retired_pages_pending;
     int has_remap;
     unsigned int remapped_rows[4];
@@ -565,6 +577,9 @@ static int set_device_key(fake_device *dev, const char *key, const char *value)
     else if (!strcmp(key, "numa_node")) {
         dev->has_numa = 1;
         dev->numa_node = atoi(value);
+    } else if (!strcmp(key, "minor_number")) {
+        dev->has_minor = 1;
+        dev->minor_number = atoi(value);
     } else if (!strcmp(key, "mig_mode")) {
         dev->has_mig = 1;
         dev->mig_mode = dev->mig_pending = number;
@@ -589,7 +604,16 @@ static int set_device_key(fake_device *dev, const char *key, const char *value)
         dev->utilization_memory = number;
     else if (!strcmp(key, "temperature")) dev->temperature = atoi(value);
     else if (!strcmp(key, "power_mw")) dev->power_mw = number;
-    else if (!strcmp(key, "ecc_uncorrected_volatile")) {
+    else if (!strcmp(key, "ecc_uncorrected_aggregate")) {
+        dev->has_ecc_aggregate = 1;
+        dev->ecc_uncorrected_aggregate = number;
+    } else if (!strcmp(key, "clock_sm")) {
+        dev->has_clock_sm = 1;
+        dev->clock_sm = number;
+    } else if (!strcmp(key, "clock_mem")) {
+        dev->has_clock_mem = 1;
+        dev->clock_mem = number;
+    } else if (!strcmp(key, "ecc_uncorrected_volatile")) {
         dev->has_ecc = 1;
         dev->ecc_uncorrected_volatile = number;
     } else if (!strcmp(key, "retired_pages_pending")) {
@@ -1353,6 +1377,18 @@ nvmlReturn_t nvmlDeviceGetNumaNodeId(nvmlDevice_t device, unsigned int *node)
     return NVML_SUCCESS;
 }
 
+nvmlReturn_t nvmlDeviceGetMinorNumber(nvmlDevice_t device,
+                                      unsigned int *minor)
+{
+    ENTER(device, dev);
+    if (!minor)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    if (!dev->has_minor)
+        return NVML_ERROR_NOT_SUPPORTED;
+    *minor = (unsigned int)dev->minor_number;
+    return NVML_SUCCESS;
+}
+
 /* ------------------------------------------------------------------ */
 /* MIG                                                                  */
 
@@ -1906,11 +1942,33 @@ nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t device,
         return NVML_ERROR_INVALID_ARGUMENT;
     if (!dev->has_ecc)
         return NVML_ERROR_NOT_SUPPORTED;
-    /* Only the counter the driver reads is modelled. */
-    if (errorType != NVML_MEMORY_ERROR_TYPE_UNCORRECTED
-        || counterType != NVML_VOLATILE_ECC)
+    /* Only the uncorrected counters the driver reads are modelled. */
+    if (errorType != NVML_MEMORY_ERROR_TYPE_UNCORRECTED)
+        return NVML_ERROR_NOT_SUPPORTED;
+    if (counterType == NVML_AGGREGATE_ECC) {
+        if (!dev->has_ecc_aggregate)
+            return NVML_ERROR_NOT_SUPPORTED;
+        *count = dev->ecc_uncorrected_aggregate;
+        return NVML_SUCCESS;
+    }
+    if (counterType != NVML_VOLATILE_ECC)
         return NVML_ERROR_NOT_SUPPORTED;
     *count = dev->ecc_uncorrected_volatile;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t device, unsigned int type,
+                                    unsigned int *clock)
+{
+    ENTER(device, dev);
+    if (!clock || dev->parent)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    if (type == NVML_CLOCK_SM && dev->has_clock_sm)
+        *clock = dev->clock_sm;
+    else if (type == NVML_CLOCK_MEM && dev->has_clock_mem)
+        *clock = dev->clock_mem;
+    else
+        return NVML_ERROR_NOT_SUPPORTED;
     return NVML_SUCCESS;
 }
 
