@@ -663,6 +663,7 @@ def _row_to_dict(row):
 
 def _to_dict(arq, profile_name, handle, device_health=None):
     bound = handle is not None and arq.state == states.BOUND
+    info = json.loads(handle.attach_info) if bound else {}
     return {
         'uuid': arq.uuid,
         'state': arq.state,
@@ -675,9 +676,9 @@ def _to_dict(arq, profile_name, handle, device_health=None):
         'project_id': arq.project_id,
         'resource_class': arq.resource_class,
         'attach_handle_type': handle.attach_type if bound else '',
-        'attach_handle_uuid': handle.uuid if bound else None,
-        'attach_handle_info': json.loads(handle.attach_info) if bound
-        else {},
+        'attach_handle_uuid': _attach_handle_uuid(handle, info)
+        if bound else None,
+        'attach_handle_info': info,
         # The health of the device it holds: a workload learns here that
         # its device failed (db/health.py drains it meanwhile).
         'device_health': device_health if handle is not None
@@ -690,3 +691,11 @@ def _to_dict(arq, profile_name, handle, device_health=None):
         'created_at': api.isotime(arq.created_at),
         'updated_at': api.isotime(arq.updated_at),
     }
+
+
+def _attach_handle_uuid(handle, info):
+    """An MDEV handle's is the mdev's uuid: Nova's libvirt driver makes
+    the mdev under that uuid where it does not exist yet."""
+    if handle.attach_type == 'MDEV' and info.get('uuid'):
+        return info['uuid']
+    return handle.uuid

@@ -353,12 +353,12 @@ def _apply_vgpu(device, entry, driver_name):
         deployable.num_accelerators = 0
     device.deployables.append(_vgpu_deployable(
         device.deployables[0].name if device.deployables else 'gpu',
-        _gpu_uuid(entry), offered, driver_name))
+        _gpu_uuid(entry), entry['pci_address'], offered, driver_name))
 
 
-def _vgpu_deployable(gpu_name, gpu_uuid, offered, driver_name):
+def _vgpu_deployable(gpu_name, gpu_uuid, address, offered, driver_name):
     type_id = offered['type']
-    handles = [vgpu.mdev_handle(gpu_uuid, type_id, n,
+    handles = [vgpu.mdev_handle(gpu_uuid, address, type_id, n,
                                 offered.get('device_api', 'vfio-pci'))
                for n in range(int(offered['instances']))]
     return base.Deployable(

@@ -184,9 +184,16 @@ def test_boot_and_delete_with_a_vgpu(cloud):
         'Bound', 'MDEV'), shown
     offered = nova_module.VGPU_TYPE
     assert shown['attach_handle_info'] in [
-        vgpu.mdev_handle(nova_module.VGPU_GPU_UUID, offered['type'], n,
-                         'vfio-pci').attach_info
+        vgpu.mdev_handle(nova_module.VGPU_GPU_UUID,
+                         nova_module.VGPU_GPU['pci_address'],
+                         offered['type'], n, 'vfio-pci').attach_info
         for n in range(offered['instances'])], shown
+    # What Nova's libvirt driver makes the mdev from: its uuid is the
+    # ARQ's attach_handle_uuid, its parent the GPU the PCI fields name.
+    info = shown['attach_handle_info']
+    assert shown['attach_handle_uuid'] == info['uuid']
+    assert '%(domain)s:%(bus)s:%(device)s.%(function)s' % info == \
+        nova_module.VGPU_GPU['pci_address']
     assert shown['hostname'] == server['OS-EXT-SRV-ATTR:host']
     _delete(cloud, server)
 

@@ -65,11 +65,24 @@ def test_mdev_uuids_stay_across_restarts_and_differ_between_gpus(discover):
 
 
 def test_the_gpus_nvml_uuid_decides_the_mdev_uuids(discover):
+    def mdevs(entry):
+        return [h.attach_info['uuid']
+                for h in _vgpu(discover(entry)[0]).attach_handles]
     named = dict(GPU, uuid='GPU-1d2e3f40-5a6b-4c7d-8e9f-0a1b2c3d4e5f')
-    by_uuid = _vgpu(discover(named)[0]).attach_handles
-    moved = _vgpu(discover(dict(named, pci_address='0000:01:00.0'))[0])
-    assert moved.attach_handles == by_uuid
-    assert by_uuid != _vgpu(discover(GPU)[0]).attach_handles
+    assert mdevs(dict(named, pci_address='0000:01:00.0')) == mdevs(named)
+    assert mdevs(named) != mdevs(GPU)
+
+
+def test_an_mdev_handle_names_its_parent_for_nova(discover):
+    """Nova's libvirt driver makes the mdev on the device the handle's
+    PCI fields name."""
+    [handle, *_] = _vgpu(discover(GPU)[0]).attach_handles
+    domain, bus, rest = GPU['pci_address'].split(':')
+    device, function = rest.split('.')
+    assert {k: handle.attach_info[k] for k in (
+        'domain', 'bus', 'device', 'function')} == {
+        'domain': domain, 'bus': bus, 'device': device,
+        'function': function}
 
 
 def test_a_gpu_without_vgpu_entry_is_whole(discover):

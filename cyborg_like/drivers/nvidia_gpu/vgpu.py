@@ -311,18 +311,26 @@ def _mig_backed_profile(type_name):
 
 
 def _mdev_handle(gpu, vgpu_type, number, parent=None):
-    return mdev_handle(gpu.uuid, vgpu_type.type_id, number,
+    return mdev_handle(gpu.uuid, gpu.address, vgpu_type.type_id, number,
                        vgpu_type.device_api, parent=parent)
 
 
-def mdev_handle(gpu_uuid, type_id, number, device_api, parent=None):
+def mdev_handle(gpu_uuid, address, type_id, number, device_api,
+                parent=None):
     """The MDEV handle of vGPU ``number`` of ``type_id`` on the GPU
-    ``gpu_uuid``. Public so that the fake driver reports its vGPUs in the
-    very shape, and with the very mdev uuids, this driver gives."""
-    info = {'asked_type': type_id,
-            'vgpu_mark': '%s_%d' % (type_id, number),
-            'uuid': _mdev_uuid(gpu_uuid, type_id, number),
-            'device_api': device_api}
+    ``gpu_uuid`` at PCI ``address``. Public so that the fake driver
+    reports its vGPUs in the very shape, and with the very mdev uuids,
+    this driver gives.
+
+    Nova's libvirt driver makes the mdev itself where it is missing: on
+    the device that ``domain``/``bus``/``device``/``function`` name (the
+    VF on SR-IOV GPUs), of type ``asked_type``, with the ARQ's
+    ``attach_handle_uuid`` (the ``uuid`` here: db/arqs.py)."""
+    info = dict(inventory.pci_address_info(parent or address),
+                asked_type=type_id,
+                vgpu_mark='%s_%d' % (type_id, number),
+                uuid=_mdev_uuid(gpu_uuid, type_id, number),
+                device_api=device_api)
     if parent is not None:
         info['parent'] = parent         # the VF the mdev is made on
     return base.AttachHandle('MDEV', info)
