@@ -11,6 +11,8 @@ import threading
 
 import jsonschema
 
+from tests import json_http
+
 
 # Nova's request body for POST /os-server-external-events (microversion
 # 2.82 added accelerator-request-bound).
@@ -95,7 +97,7 @@ class FakeNova(http.server.ThreadingHTTPServer):
         return 202, None
 
 
-class _Handler(http.server.BaseHTTPRequestHandler):
+class _Handler(json_http.QuietHandler):
     def _parts(self):
         """The path's words under the endpoint's root; None above it."""
         prefix = self.server.prefix
@@ -139,14 +141,3 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self._answer(200, {'server': {
             'id': parts[1],
             'status': self.server.servers.get(parts[1], 'ACTIVE')}})
-
-    def _answer(self, status, document):
-        data = b'' if document is None else json.dumps(document).encode()
-        self.send_response(status)
-        self.send_header('Content-Type', 'application/json')
-        self.send_header('Content-Length', str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args):
-        pass

@@ -28,7 +28,6 @@ import concurrent.futures
 import contextlib
 import copy
 import http.server
-import json
 import os
 import threading
 import time
@@ -42,6 +41,7 @@ from harness.infra import fresh_database
 from harness.infra import rabbitmq_vhost
 from harness.infra import run
 from harness.infra import wait_for
+from tests import json_http
 from tests.placement.conftest import PlacementServer
 
 from . import infra
@@ -101,7 +101,7 @@ class NeutronStandIn:
         self.url = 'http://127.0.0.1:%d' % self.port
         stand_in = self
 
-        class Handler(http.server.BaseHTTPRequestHandler):
+        class Handler(json_http.QuietHandler):
             def do_GET(self):
                 stand_in.requests.append(('GET', self.path))
                 path = self.path.split('?', 1)[0].rstrip('/')
@@ -116,17 +116,6 @@ class NeutronStandIn:
                     return self._answer(404, {'NeutronError': {
                         'type': 'NotFound', 'message': path, 'detail': ''}})
                 return self._answer(200, {key: []})
-
-            def _answer(self, status, body):
-                data = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header('Content-Type', 'application/json')
-                self.send_header('Content-Length', str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args):
-                pass
 
         self.server = http.server.ThreadingHTTPServer(
             ('127.0.0.1', self.port), Handler)

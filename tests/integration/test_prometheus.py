@@ -19,6 +19,8 @@ import threading
 import pytest
 import requests
 
+from tests import json_http
+
 from .infra import BASE_INVENTORY
 from .infra import free_port
 from .infra import running_deployment
@@ -89,16 +91,9 @@ class DcgmExporter:
                 + line % (1, T4_UUID, '00000000:AF:00.0', 1, 'Tesla T4',
                           hostname, '0.25')).encode()
 
-        class Handler(http.server.BaseHTTPRequestHandler):
+        class Handler(json_http.QuietHandler):
             def do_GET(self):
-                self.send_response(200)
-                self.send_header('Content-Type', 'text/plain; version=0.0.4')
-                self.send_header('Content-Length', str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args):
-                pass
+                self._answer(200, body, 'text/plain; version=0.0.4')
 
         self.server = http.server.ThreadingHTTPServer(('127.0.0.1', 0),
                                                       Handler)
