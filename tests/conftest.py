@@ -11,3 +11,12 @@ from tests.ordering import pytest_configure  # noqa: E402,F401
 from tests.ordering import pytest_configure_node  # noqa: E402,F401
 from tests.ordering import pytest_report_header  # noqa: E402,F401
 from tests.ordering import pytest_terminal_summary  # noqa: E402,F401
+
+
+def pytest_make_parametrize_id(config, val, argname):
+    """No ':' in a test id: gabbi's pytest plugin takes every item whose
+    name holds one for a gabbi test and stops the whole run (a KeyError
+    in its collection hook; CI runs 18 and 20)."""
+    if isinstance(val, str) and ':' in val:
+        return val.replace(':', '.')
+    return None
