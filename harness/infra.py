@@ -49,11 +49,14 @@ def free_port():
         return sock.getsockname()[1]
 
 
-def wait_for(predicate, timeout=WAIT_TIMEOUT, message=None, interval=0.2):
+def wait_for(predicate, timeout=WAIT_TIMEOUT, message=None, interval=0.2,
+             stop_on=()):
     """Poll ``predicate`` until it returns something true; return that.
 
-    Raises HarnessError with ``message`` (and the last value or error
-    seen) after ``timeout`` seconds.
+    An exception of ``stop_on`` (a tuple of classes) ends the wait at
+    once; any other is kept as the last result. Raises HarnessError with
+    ``message`` (a string, or a callable asked at the end) and the last
+    value or error seen after ``timeout`` seconds.
     """
     deadline = time.monotonic() + timeout
     last = None
@@ -63,9 +66,13 @@ def wait_for(predicate, timeout=WAIT_TIMEOUT, message=None, interval=0.2):
             if result:
                 return result
             last = result
+        except stop_on:
+            raise
         except Exception as exc:    # noqa: BLE001 - reported below
             last = exc
         if time.monotonic() >= deadline:
+            if callable(message):
+                message = message()
             raise HarnessError('%s (waited %.0fs; last result: %r)' % (
                 message or 'Condition not met', timeout, last))
         time.sleep(interval)

@@ -63,6 +63,17 @@ def rewrite_inventory(path, change):
     path.write_text(yaml.safe_dump(document))
 
 
+def installed_drivers(directory, monkeypatch):
+    """The fake driver's view of installed drivers, NVIDIA 1.0 to start,
+    in ``directory``/drivers; the agent's playbooks find it in their
+    environment."""
+    state = directory / 'drivers'
+    state.mkdir()
+    (state / 'nvidia.version').write_text('1.0\n')
+    monkeypatch.setenv('CYBORG_LIKE_TEST_DRIVERS', str(state))
+    return state
+
+
 def nvidia_family_inventory(directory):
     """A copy of the fake inventory in ``directory`` whose NVIDIA GPUs the
     "nvidia" driver family drives (its stand-in playbooks)."""

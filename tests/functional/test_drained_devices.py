@@ -74,10 +74,7 @@ def _ended(cloud, uuid, timeout=60):
 def driver_cloud(tmp_path, monkeypatch):
     """The GPUs driven by the "nvidia" family, whose stand-in playbooks
     the agent runs (as tests/functional/test_driver_operations.py)."""
-    drivers = tmp_path / 'drivers'
-    drivers.mkdir()
-    (drivers / 'nvidia.version').write_text('1.0\n')
-    monkeypatch.setenv('CYBORG_LIKE_TEST_DRIVERS', str(drivers))
+    drivers = cloud_module.installed_drivers(tmp_path, monkeypatch)
     inventory = cloud_module.nvidia_family_inventory(tmp_path)
     cloud = cloud_module.Cloud(str(inventory), overrides={
         ('agent', 'playbook_dir'): os.path.abspath(PLAYBOOKS),

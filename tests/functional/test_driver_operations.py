@@ -22,13 +22,7 @@ TERMINAL = (states.SUCCEEDED, states.FAILED, states.CANCELLED)
 
 @pytest.fixture
 def drivers(tmp_path, monkeypatch):
-    """The fake driver's view of installed drivers: NVIDIA 1.0 to start.
-    The agent's playbooks find it in their environment."""
-    state = tmp_path / 'drivers'
-    state.mkdir()
-    (state / 'nvidia.version').write_text('1.0\n')
-    monkeypatch.setenv('CYBORG_LIKE_TEST_DRIVERS', str(state))
-    return state
+    return cloud_module.installed_drivers(tmp_path, monkeypatch)
 
 
 @pytest.fixture

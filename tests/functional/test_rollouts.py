@@ -589,10 +589,7 @@ PLAYBOOKS = os.path.join(os.path.dirname(__file__), '..', 'playbooks')
 
 @pytest.fixture
 def driver_cloud(tmp_path, monkeypatch):
-    drivers = tmp_path / 'drivers'
-    drivers.mkdir()
-    (drivers / 'nvidia.version').write_text('1.0\n')
-    monkeypatch.setenv('CYBORG_LIKE_TEST_DRIVERS', str(drivers))
+    drivers = cloud_module.installed_drivers(tmp_path, monkeypatch)
     inventory = cloud_module.nvidia_family_inventory(tmp_path)
     cloud = cloud_module.Cloud(str(inventory), overrides={
         ('rollouts', 'interval'): 0.1,

@@ -30,7 +30,6 @@ import copy
 import http.server
 import os
 import threading
-import time
 
 import requests
 import sqlalchemy as sa
@@ -57,6 +56,8 @@ ARQ_BINDING_TIMEOUT = 40
 START_TIMEOUT = 120.0
 # A server reaches a stable status within this (a late bind included).
 SERVER_TIMEOUT = 90.0
+# A server in ERROR or gone, a check that failed: no use waiting on.
+STOP_WAITING = (AssertionError, HarnessError)
 # The GPU both compute hosts have beside BASE_INVENTORY's, cut into vGPUs
 # (the fake driver's ``vgpu`` entry: MDEV handles as the nvidia_gpu driver
 # gives them). Type id and name as a GPU's mdev_supported_types would
@@ -376,8 +377,8 @@ lock_path = {os.path.join(state, 'locks')}
                     and server['OS-EXT-STS:task_state'] is None):
                 return server
             return None
-        return _wait_or_raise(check, timeout, 'server %s never %s' % (
-            uuid, '/'.join(statuses)))
+        return wait_for(check, timeout, 'server %s never %s' % (
+            uuid, '/'.join(statuses)), interval=0.5, stop_on=STOP_WAITING)
 
     def wait_gone(self, uuid, timeout=SERVER_TIMEOUT):
         wait_for(lambda: self.server(uuid) is None, timeout=timeout,
@@ -409,23 +410,6 @@ def start_all(services):
         thread.join()
     if errors:
         raise errors[0]
-
-
-def _wait_or_raise(check, timeout, message):
-    """wait_for, but an AssertionError of ``check`` ends the wait."""
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            result = check()
-        except requests.RequestException:
-            result = None
-        if result:
-            return result
-        if time.monotonic() >= deadline:
-            if callable(message):
-                message = message()
-            raise HarnessError('%s (waited %.0fs)' % (message, timeout))
-        time.sleep(0.5)
 
 
 class NovaCloud:
@@ -689,9 +673,9 @@ def assert_consistent(cloud, expected=None):
         for arq in arqs:
             by_server.setdefault(arq['instance_uuid'], []).append(arq)
         return [by_server]
-    return _wait_or_raise(check, 60, lambda: 'ARQs, handles and '
-                          'allocations disagree with the servers: %s'
-                          % '; '.join(last))[0]
+    return wait_for(check, 60, lambda: 'ARQs, handles and allocations '
+                    'disagree with the servers: %s' % '; '.join(last),
+                    interval=0.5, stop_on=STOP_WAITING)[0]
 
 
 def _disagreements(servers, arqs, handles, allocations, expected):
