@@ -43,6 +43,7 @@ def _beats(hosts, devices_per_host, digest, seq):
 
 def run(args):
     from cyborg_like.common import inventory
+    from cyborg_like.conductor import drain_breaker
     from cyborg_like.conf import CONF
     from cyborg_like.db import api as db_api
     from cyborg_like.db import heartbeats
@@ -56,6 +57,7 @@ def run(args):
     digest = inventory.fingerprint(devices)
     hosts = [simagent.host_name(i) for i in range(args.hosts)]
     readings = args.hosts * args.devices_per_host
+    breaker = drain_breaker.DrainBreaker(CONF.health)
     with infra.fresh_database(args.backend) as db_url:
         CONF.set_override('connection', db_url, group='database')
         db_api.dispose()
@@ -70,7 +72,7 @@ def run(args):
             for seq in range(args.rounds + 1):
                 beats = _beats(hosts, args.devices_per_host, digest, seq)
                 c0, w0 = time.process_time(), time.monotonic()
-                heartbeats.ingest(beats, 3600, CONF.health)
+                heartbeats.ingest(beats, 3600, breaker)
                 if seq:         # the first warms the pool and caches
                     cpu.append(time.process_time() - c0)
                     wall.append(time.monotonic() - w0)
@@ -86,7 +88,7 @@ def run(args):
             if args.cprofile:
                 prof = cProfile.Profile()
                 beats = _beats(hosts, args.devices_per_host, digest, 99)
-                prof.runcall(heartbeats.ingest, beats, 3600, CONF.health)
+                prof.runcall(heartbeats.ingest, beats, 3600, breaker)
                 out = io.StringIO()
                 pstats.Stats(prof, stream=out).sort_stats(
                     'tottime').print_stats(25)

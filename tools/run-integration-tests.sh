@@ -13,8 +13,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # test_playbooks.py: gcc builds the fake NVML its nvidia package ships;
 # tools/make-debian-root.sh (called by the test) installs debootstrap.
-if ! command -v gcc >/dev/null && [ "$(id -u)" = 0 ]; then
-    apt-get update -qq && apt-get install -y -qq gcc >/dev/null
+# test_fpga_programming.py: the agent runs under umockdev's preload library
+# (a fake sysfs of FPGA regions). Installed here, not only by
+# tools/run-tests.sh: run alone, this suite must not lean on that one.
+missing=()
+command -v gcc >/dev/null || missing+=(gcc)
+command -v umockdev-wrapper >/dev/null || missing+=(umockdev)
+if [ ${#missing[@]} -gt 0 ] && [ "$(id -u)" = 0 ]; then
+    apt-get update -qq && apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 # test_prometheus.py: a real Prometheus (Debian's package; its service is
 # not started, the test runs its own on a free port).

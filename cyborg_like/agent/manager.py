@@ -7,6 +7,7 @@ from oslo_log import log as logging
 
 from cyborg_like.agent import bitstreams
 from cyborg_like.agent import image_cache
+from cyborg_like.agent import region_order
 from cyborg_like.agent import rpcapi
 from cyborg_like.common import describe
 from cyborg_like.common import exception
@@ -30,6 +31,8 @@ class AgentManager:
             conf.agent.image_cache_dir,
             conf.agent.image_cache_size * 1024 * 1024,
             image_cache.http_fetcher(conf))
+        # One job at a time per region, never an older operation's last.
+        self.regions = region_order.RegionOrder()
 
     def resync_inventory(self, context):
         LOG.info('Conductor asked for the whole inventory (request %s)',
@@ -69,12 +72,14 @@ class AgentManager:
         what = '%s of %s' % (job['deployable_name'],
                              describe.controlpath(job['controlpath_id']))
         started = time.monotonic()
-        # "with bitstream" once per programming (tests count it).
-        LOG.info('Programming %s with bitstream %s started', what,
-                 job['bitstream_id'])
         try:
-            driver.program(job['controlpath_id'], job['deployable_name'],
-                           path, job['bitstream_id'])
+            with self.regions.turn(job):
+                # "with bitstream" once per programming (tests count it).
+                LOG.info('Programming %s with bitstream %s started', what,
+                         job['bitstream_id'])
+                driver.program(job['controlpath_id'],
+                               job['deployable_name'], path,
+                               job['bitstream_id'])
         except Exception as error:
             LOG.warning('Programming %s (bitstream %s) failed after %.1f s: '
                         '%s', what, job['bitstream_id'],

@@ -25,19 +25,26 @@ class RequestContext(context.RequestContext):
     time a message spent in the sender's publish retries or in a queue,
     which is exactly the late work to drop; hosts must be NTP-synced, and
     clock skew moves the cut-off by as much.
+
+    ``call_id`` names one RPC call (not its request: a request may make
+    several calls), the same in every delivery of its message; the change
+    log holds it once, so a call the broker delivers twice writes once.
     """
 
-    FROM_DICT_EXTRA_KEYS = ['deadline']
+    FROM_DICT_EXTRA_KEYS = ['deadline', 'call_id']
 
-    def __init__(self, all_projects=False, deadline=None, **kwargs):
+    def __init__(self, all_projects=False, deadline=None, call_id=None,
+                 **kwargs):
         super().__init__(**kwargs)
         self.all_projects = all_projects
         self.deadline = deadline
+        self.call_id = call_id
 
     def to_dict(self):
         values = super().to_dict()
         values['all_projects'] = self.all_projects
         values['deadline'] = self.deadline
+        values['call_id'] = self.call_id
         return values
 
     @classmethod

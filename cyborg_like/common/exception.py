@@ -67,6 +67,15 @@ class ServiceUnavailable(CyborgLikeException):
     error_code = 'accel.unavailable'
 
 
+class CallDoneBefore(ServiceUnavailable):
+    """A call delivered again by the broker after a delivery that was
+    carried out (db/change_recorder.py): nothing is done twice."""
+    msg_fmt = ('Request %(request_id)s: this call of %(method)s was carried '
+               'out before (the message bus delivered it twice) and its '
+               'answer cannot be given again; GET /v2/changes?request_id='
+               '%(request_id)s names what it changed.')
+
+
 class Overloaded(ServiceUnavailable):
     msg_fmt = ('The conductor has as much work queued as it accepts; try '
                'again later.')

@@ -90,15 +90,17 @@ def cleanup():
     TRANSPORT = NOTIFICATION_TRANSPORT = STREAM_TRANSPORT = None
 
 
-def get_notifier(conf, publisher_id):
+def get_notifier(conf, publisher_id, topics=None):
     """Notifications go where [oslo_messaging_notifications] says (nowhere
-    unless a driver is set there)."""
+    unless a driver is set there); on ``topics`` instead of its topics
+    when given."""
     global NOTIFICATION_TRANSPORT
     if NOTIFICATION_TRANSPORT is None:
         NOTIFICATION_TRANSPORT = messaging.get_notification_transport(conf)
     return messaging.Notifier(NOTIFICATION_TRANSPORT,
                               publisher_id=publisher_id,
-                              serializer=RequestContextSerializer())
+                              serializer=RequestContextSerializer(),
+                              topics=topics)
 
 
 def _stream_transport():
@@ -154,12 +156,16 @@ def get_client(target, version_cap=None):
         serializer=RequestContextSerializer())
 
 
-def get_server(target, endpoints, drop_late=False):
+def get_server(target, endpoints, drop_late=False, keep_reply=None,
+               answer_again=None):
     """An RPC server; with ``drop_late``, calls whose caller's deadline has
-    passed before they start are dropped (see DropsLateCalls)."""
+    passed before they start are dropped (see DropsLateCalls), and
+    ``keep_reply(change_id, answer)`` keeps the answer of each call the
+    change log holds, ``answer_again`` answers a call delivered twice."""
     assert TRANSPORT is not None, 'rpc.init() was not called'
     if drop_late:
-        endpoints = [DropsLateCalls(endpoint) for endpoint in endpoints]
+        endpoints = [DropsLateCalls(endpoint, keep_reply, answer_again)
+                     for endpoint in endpoints]
     # The threading executor is oslo.messaging's default (and its future).
     return _stops_promptly(messaging.get_rpc_server(
         TRANSPORT, target, endpoints, serializer=RequestContextSerializer()))
@@ -285,6 +291,9 @@ def call_within(client, context, method, timeout, version='1.0',
             'No time left to call %s' % method)
     sent = copy.copy(context)
     sent.deadline = deadline
+    # One id for the call, in each delivery of its message (a publish
+    # retried, a broker node lost before it had the acknowledgement).
+    sent.call_id = str(uuid.uuid4())
     answer = concurrent.futures.Future()
 
     def send():
@@ -363,6 +372,23 @@ def _settle(until, method, context):
         _settle_clock.sleep(left)
 
 
+def keep_asking(ask, seconds, enough):
+    """``ask()`` again, half a second apart (on _settle's clock), while
+    it fails with a MessagingException or ``enough(answer)`` is false, for
+    ``seconds`` at most; the last answer, or the last failure raised."""
+    until = _settle_clock.monotonic() + seconds
+    while True:
+        try:
+            answer = ask()
+        except messaging.MessagingException:
+            if _settle_clock.monotonic() >= until:
+                raise
+        else:
+            if enough(answer) or _settle_clock.monotonic() >= until:
+                return answer
+        _settle_clock.sleep(0.5)
+
+
 def publish_retries():
     """``retry`` for prepare(): None (for ever) for a negative option,
     which oslo.messaging would take as no retry at all when it has to
@@ -405,34 +431,102 @@ class DropsLateCalls:
     client (a 503), so doing the work now would be a write nobody asked
     for any more (an ARQ created after its POST got a 503). One log line,
     no traceback, nothing done. Calls without a deadline run as before.
+
+    ``keep_reply(change_id, answer)``: called once a call that the change
+    log holds (it wrote) returned, so that a caller whose answer the broker
+    lost can read it (conductor/rpcapi.py ``_answer_kept``).
+    ``answer_again(call_id, method)``: whether a call with a ``call_id``
+    (a call of the API) was carried out before (the broker delivered it
+    twice): None, not (or a read); else what to answer ({'reply':
+    answer}), or {} to raise CallDoneBefore. Asked before the call runs
+    where answers are kept, else once its write was refused.
     """
 
-    def __init__(self, endpoint):
+    def __init__(self, endpoint, keep_reply=None, answer_again=None):
         self._endpoint = endpoint
+        self._keep_reply = keep_reply
+        self._answer_again = answer_again
 
     def __getattr__(self, name):
         attr = getattr(self._endpoint, name)
         if name.startswith('_') or not inspect.isroutine(attr):
             return attr
-        return _checking_deadline(name, attr)
+        return _checking_deadline(name, attr, self._keep_reply,
+                                  self._answer_again)
 
 
-def _checking_deadline(name, method):
-    @messaging.expected_exceptions(exception.RequestDeadlinePassed)
+def _checking_deadline(name, method, keep_reply=None, answer_again=None):
+    @messaging.expected_exceptions(exception.RequestDeadlinePassed,
+                                   exception.CallDoneBefore)
     def checked(ctxt, **kwargs):
-        deadline = getattr(ctxt, 'deadline', None)
-        late = time.time() - deadline if deadline is not None else 0
-        if late > 0:
-            LOG.warning('Dropped %s of request %s: its caller stopped '
-                        'waiting %.1fs ago (or this host\'s clock is that '
-                        'far ahead of the caller\'s)', name,
-                        ctxt.request_id, late)
-            raise exception.RequestDeadlinePassed(
-                request_id=ctxt.request_id, late=late)
+        _drop_if_late(name, ctxt)
+        call_id = getattr(ctxt, 'call_id', None)
+        # Where answers are kept (a RabbitMQ cluster, where a node lost
+        # delivers a call again), a call is looked up before it runs: one
+        # delivered again after it was carried out is answered, not
+        # redone. Elsewhere (and for two deliveries at once) the change
+        # log's unique call id alone refuses the second one's write.
+        if None not in (keep_reply, answer_again, call_id):
+            found = answer_again(call_id, name)
+            if found is not None:
+                return _done_before(ctxt, name, found)
+        try:
+            return _served(ctxt, **kwargs)
+        except (exception.CallDoneBefore, messaging.ExpectedException) \
+                as error:
+            # The other delivery committed first (the change log's unique
+            # call id refused this one's write). The endpoint's methods
+            # wrap our exceptions: callers_errors_expected.
+            wrapped = error.exc_info[1] \
+                if isinstance(error, messaging.ExpectedException) else error
+            if not isinstance(wrapped, exception.CallDoneBefore):
+                raise
+            return _done_before(ctxt, name, answer_again(call_id, name)
+                                if answer_again else None)
+
+    def _served(ctxt, **kwargs):
         # Writes of the call are refused at commit once it is late.
         with deadlines.serving(ctxt, name, kwargs):
-            return method(ctxt, **kwargs)
+            answer = method(ctxt, **kwargs)
+            change_id = deadlines.served().change_id
+        # Kept even past the deadline (outside the call): the write is
+        # done, and its caller may be about to ask for the answer.
+        if keep_reply is not None and change_id is not None:
+            _keep(keep_reply, change_id, name, ctxt, answer)
+        return answer
     return checked
+
+
+def _drop_if_late(name, ctxt):
+    deadline = getattr(ctxt, 'deadline', None)
+    late = time.time() - deadline if deadline is not None else 0
+    if late > 0:
+        LOG.warning('Dropped %s of request %s: its caller stopped waiting '
+                    '%.1fs ago (or this host\'s clock is that far ahead of '
+                    'the caller\'s)', name, ctxt.request_id, late)
+        raise exception.RequestDeadlinePassed(request_id=ctxt.request_id,
+                                              late=late)
+
+
+def _done_before(ctxt, name, found):
+    """The answer of a call carried out before: ``found['reply']``, else
+    CallDoneBefore (a 503 naming the change log)."""
+    if 'reply' not in (found or {}):
+        raise exception.CallDoneBefore(request_id=ctxt.request_id,
+                                       method=name)
+    LOG.warning('Request %s: %s was delivered again after it was carried '
+                'out; answered from the change log', ctxt.request_id, name)
+    return found['reply']
+
+
+def _keep(keep_reply, change_id, name, ctxt, answer):
+    """The answer kept, or a warning: the call itself is done either
+    way, and its caller most likely gets the answer by the broker."""
+    try:
+        keep_reply(change_id, answer)
+    except Exception as error:      # noqa: BLE001 - logged, not raised
+        LOG.warning('Did not keep the answer to %s of request %s: %s',
+                    name, ctxt.request_id, error)
 
 
 def callers_errors_expected(endpoint_class):

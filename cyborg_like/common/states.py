@@ -248,6 +248,8 @@ ROLLOUT_ACTIVE = (ROLLOUT_RUNNING, ROLLING_BACK, MANUAL_ROLLBACK)
 #     gating --cut_short--> unverified       (its rollout was aborted)
 #     done / gating / unverified / failed --revert--> rolling_back
 #     rolling_back --reverted--> rolled_back
+#     done / gating / unverified / failed --nothing_to_restore-->
+#         rolled_back                    (nothing was on it before)
 #     rolling_back --fail--> failed          (its rollback failed too)
 TARGET_PENDING, SKIPPED_BUSY, IN_PROGRESS, GATING, DONE = (
     'pending', 'skipped_busy', 'in_progress', 'gating', 'done')
@@ -259,6 +261,7 @@ TARGET_FAILED, TARGET_ROLLING_BACK, TARGET_ROLLED_BACK = (
 BEGIN, SKIP_BUSY, PASS, REVERT, REVERTED = ('begin', 'skip_busy', 'pass',
                                             'revert', 'reverted')
 RETRY = 'retry'
+NOTHING_TO_RESTORE = 'nothing_to_restore'
 
 ROLLOUT_TARGET = StateMachine('rollout target', TARGET_PENDING, [
     (BEGIN, (TARGET_PENDING, SKIPPED_BUSY), IN_PROGRESS),
@@ -271,4 +274,8 @@ ROLLOUT_TARGET = StateMachine('rollout target', TARGET_PENDING, [
     (REVERT, (DONE, GATING, UNVERIFIED, TARGET_FAILED),
      TARGET_ROLLING_BACK),
     (REVERTED, (TARGET_ROLLING_BACK,), TARGET_ROLLED_BACK),
+    # A region or card that held nothing before its change: no erase
+    # operation exists, so its rollback only records it.
+    (NOTHING_TO_RESTORE, (DONE, GATING, UNVERIFIED, TARGET_FAILED),
+     TARGET_ROLLED_BACK),
 ], terminal=(TARGET_ROLLED_BACK,))

@@ -6,8 +6,10 @@ import time
 
 from oslo_log import log as logging
 
+from cyborg_like.common import context as context_lib
 from cyborg_like.common import states
 from cyborg_like.conductor import metrics
+from cyborg_like.conductor import notifications
 from cyborg_like.db import driver_operations as db
 from cyborg_like.db import operations
 
@@ -18,19 +20,22 @@ RELEASE_POLL = 0.5
 
 
 class DriverOperations:
-    def __init__(self, conf, agent_api, workers, conductor_uuid, reason):
+    def __init__(self, conf, agent_api, workers, conductor_uuid, reason,
+                 notifier=None):
         self.conf = conf
         self.agent_api = agent_api
         self._workers = workers
         self.conductor_uuid = conductor_uuid
         self._reason = reason       # error -> text for the operation
+        self.notifier = notifier
 
     def start(self, context, hostname, request):
         with self._workers.reserve(1) as submit:
             operation, job = db.start(hostname, request, context.project_id,
                                       self.conductor_uuid)
             submit(self.carry_out, context, operation['uuid'], job,
-                   request.get('wait_for_release'))
+                   request.get('wait_for_release'),
+                   carries=operation['uuid'])
         LOG.info('Driver operation %s accepted: %s %s on %s%s',
                  operation['uuid'], request['action'], request['family'],
                  hostname, ' (forced)' if request.get('force') else '')
@@ -65,6 +70,9 @@ class DriverOperations:
         else:
             LOG.info('Driver operation %s %s', uuid, ended['state'])
             metrics.operation_finished(ended['type'], ended['state'])
+            notifications.operation_told(
+                self.notifier, context_lib.get_admin_context(), uuid,
+                notifications.OPERATION_END)
 
     def carry_out(self, context, uuid, job, wait=None):
         """A worker's: (wait for releases, then) start the playbook of
@@ -77,6 +85,8 @@ class DriverOperations:
             db.end_untouched(uuid, states.ABORT,
                              'Cancelled before its playbook started.')
             return
+        notifications.operation_told(self.notifier, context, uuid,
+                                     notifications.OPERATION_START)
         try:
             self.agent_api.start_playbook(context, job['hostname'], job,
                                           self.conf.conductor.agent_timeout)
@@ -87,6 +97,8 @@ class DriverOperations:
             db.end_untouched(uuid, states.FAIL,
                              'The agent did not start the playbook: %s'
                              % reason)
+            notifications.operation_told(self.notifier, context, uuid,
+                                         notifications.OPERATION_END)
 
     def _wait_for_releases(self, uuid, wait):
         """Until the accelerator requests bound to the drained devices

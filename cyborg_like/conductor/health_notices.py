@@ -9,6 +9,7 @@ tooling or an operator can move them. Nothing here changes any state.
 from oslo_log import log as logging
 
 from cyborg_like.common import states
+from cyborg_like.conductor import notifications
 from cyborg_like.db import arqs
 from cyborg_like.db import heartbeats
 
@@ -41,6 +42,9 @@ class HealthNotices:
             LOG.warning('Device %s on %s is unhealthy: %s', uuid, host,
                         '; '.join(reasons))
             self.notifier.error(context, HEALTH_CHANGED, payload)
+            notifications.emit(
+                self.notifier, context, notifications.DEVICE_UNHEALTHY,
+                dict(payload, service_state=None, status=None))
         else:
             LOG.info('Device %s on %s is %s', uuid, host, health)
             self.notifier.info(context, HEALTH_CHANGED, payload)
@@ -53,6 +57,8 @@ class HealthNotices:
             LOG.warning('Device %s on %s drained: not bound until healthy '
                         'again', move.uuid, move.hostname)
             self.notifier.warn(context, SERVICE_CHANGED, payload)
+            self._versioned(context, notifications.DEVICE_DRAINED, move,
+                            heartbeats.UNHEALTHY)
         elif move.event == states.FLAG:
             LOG.warning('Device %s on %s is unhealthy but only flagged: '
                         'automatic drain is off or its circuit breaker is '
@@ -65,10 +71,20 @@ class HealthNotices:
                      'operator set it', move.uuid, move.hostname,
                      move.status)
             self.notifier.info(context, SERVICE_CHANGED, payload)
+            self._versioned(context, notifications.DEVICE_BACK, move,
+                            heartbeats.HEALTHY)
         else:
             LOG.info('Device %s on %s is healthy again and back in '
                      'service', move.uuid, move.hostname)
             self.notifier.info(context, SERVICE_CHANGED, payload)
+            self._versioned(context, notifications.DEVICE_BACK, move,
+                            heartbeats.HEALTHY)
+
+    def _versioned(self, context, event_type, move, health):
+        notifications.emit(self.notifier, context, event_type, {
+            'device_uuid': move.uuid, 'hostname': move.hostname,
+            'health': health, 'service_state': move.state,
+            'status': move.status, 'reasons': move.reasons})
 
     def _tell_workloads(self, contexts, failed, changed):
         reasons = {uuid: why for uuid, _h, _health, why in changed}

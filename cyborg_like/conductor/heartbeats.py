@@ -16,6 +16,7 @@ from oslo_db import exception as db_exc
 from oslo_log import log as logging
 
 from cyborg_like.common import worker
+from cyborg_like.conductor import drain_breaker
 from cyborg_like.conductor import health_notices
 from cyborg_like.conductor import metrics
 from cyborg_like.db import heartbeats
@@ -118,12 +119,13 @@ class HeartbeatCollector:
 
     def _ingest(self, beats):
         retention = self.conf.conductor.metrics_retention
+        breaker = drain_breaker.DrainBreaker(self.conf.health)
         try:
-            return heartbeats.ingest(beats, retention, self.conf.health)
+            return heartbeats.ingest(beats, retention, breaker)
         except (db_exc.DBDuplicateEntry, db_exc.DBDeadlock):
             # Another conductor added one of these hosts meanwhile, or
             # moved one of their devices.
-            return heartbeats.ingest(beats, retention, self.conf.health)
+            return heartbeats.ingest(beats, retention, breaker)
 
     def _requeue(self, beats):
         with self._lock:

@@ -3,8 +3,10 @@ periodic that acts at their windows' boundaries (docs/leases.md).
 
 Every run of ``Leases.run`` (each conductor, every ``[leases]
 check_interval``) reads the windows whose boundaries passed and moves them
-with conditional updates (db/leases.py), so conductors share the work and
-one that stops half-way leaves the rest to the next run:
+with conditional updates (db/lease_*.py, given the rules of
+conductor/lease_rules.py by conductor/lease_steps.py), so conductors
+share the work and one that stops half-way leaves the rest to the next
+run:
 
 1. other projects' ARQs bound to the devices of windows starting within
    ``notice_seconds`` (or begun) and not told yet get ``lease_starts_at``,
@@ -39,8 +41,9 @@ from oslo_utils import timeutils
 from cyborg_like.common import context as context_lib
 from cyborg_like.common import exception
 from cyborg_like.common import states
+from cyborg_like.conductor import lease_steps
+from cyborg_like.conductor import notifications
 from cyborg_like.db import hosts
-from cyborg_like.db import leases
 
 LOG = logging.getLogger(__name__)
 
@@ -91,10 +94,10 @@ class Leases:
         limits = {'devices': opts.project_max_devices,
                   'device_hours': opts.project_max_device_hours}
         try:
-            lease = leases.create(values, context.project_id, self.clock(),
-                                  opts.horizon_days, opts.max_windows,
-                                  opts.grace_seconds, preempt=preempt,
-                                  limits=limits)
+            lease = lease_steps.create(
+                values, context.project_id, self.clock(), opts.horizon_days,
+                opts.max_windows, opts.grace_seconds, preempt=preempt,
+                limits=limits)
         except exception.LeaseConflict as error:
             raise _as_seen_by(context, error) from None
         LOG.info('Lease %s of project %s created: %d device(s), first '
@@ -103,7 +106,7 @@ class Leases:
         return lease
 
     def end(self, context, uuid, event, project_id):
-        lease, released, unbound, asked = leases.end(
+        lease, released, unbound, asked = lease_steps.end(
             uuid, event, self.clock(), project_id)
         self._unbound(context, released, unbound)
         # Nova is asked by the next periodic run, not in this API call.
@@ -119,12 +122,13 @@ class Leases:
         """Periodic: act on every boundary passed (idempotent)."""
         context = context or context_lib.get_admin_context()
         now, opts = self.clock(), self._opts
-        for warning in leases.warn_due(now, opts.notice_seconds):
+        for warning in lease_steps.warn_due(now, opts.notice_seconds):
             self._warn(context, warning)
-        for uuid, project, starts_at, ends_at in leases.open_due(now):
-            LOG.info('Lease %s of project %s: window %s to %s opened', uuid,
-                     project, starts_at, ends_at)
-        released, preempted, asked = leases.preempt_due(
+        for window in lease_steps.open_due(now):
+            LOG.info('Lease %s of project %s: window %s to %s opened',
+                     *window)
+            self._window(context, notifications.WINDOW_OPEN, window)
+        released, preempted, asked = lease_steps.preempt_due(
             now, opts.grace_seconds)
         self._release(context, released)
         for uuid, instance_uuid, _, lease in preempted:
@@ -134,18 +138,20 @@ class Leases:
         for uuid, instance_uuid, lease in asked:
             self._asked([(uuid, instance_uuid)],
                         'lent to another project (lease %s)' % lease)
-        for notice in leases.notice_due(now, opts.notice_seconds):
+        for notice in lease_steps.notice_due(now, opts.notice_seconds):
             self._notice(context, notice)
-        released, unbound, asked, closed = leases.close_due(
+        released, unbound, asked, closed = lease_steps.close_due(
             now, opts.grace_seconds)
         self._unbound(context, released, unbound)
         self._asked(asked, 'its lease window ended')
         self._ask_nova()
-        for uuid in closed:
-            LOG.info('Lease %s: window closed', uuid)
-        leases.plan(now, opts.horizon_days, opts.max_windows,
+        for window in closed:
+            LOG.info('Lease %s of project %s: window %s to %s closed',
+                     *window)
+            self._window(context, notifications.WINDOW_CLOSE, window)
+        lease_steps.plan(now, opts.horizon_days, opts.max_windows,
                     opts.grace_seconds)
-        for uuid in leases.expire(now):
+        for uuid in lease_steps.expire(now):
             LOG.info('Lease %s expired: no window left', uuid)
             self._notify(context, ENDED, {'lease_uuid': uuid,
                                           'state': states.EXPIRED})
@@ -190,7 +196,7 @@ class Leases:
 
     def _asked(self, asked, why):
         """Nova-bound ARQs whose device a lease needs back (marked once,
-        db/leases.py): said once, as the action chosen makes it."""
+        db/lease_releases.py): said once, as the action chosen makes it."""
         action = self._opts.preemption_action
         for uuid, instance_uuid in asked:
             if action == 'notify' or not self.nova.configured:
@@ -212,11 +218,18 @@ class Leases:
         if self._opts.preemption_action != 'shelve_offload':
             return
         for instance_uuid in dict.fromkeys(
-                instance for _, instance in leases.awaiting_nova()):
+                instance for _, instance in lease_steps.awaiting_nova()):
             step = self.nova.release_step(instance_uuid)
             if step is not None:
                 LOG.info('Asked Nova to %s instance %s: a lease needs its '
                          'device back', step, instance_uuid)
+
+    def _window(self, context, event_type, window):
+        uuid, project, starts_at, ends_at = window
+        notifications.emit(self.notifier, context, event_type, {
+            'lease_uuid': uuid, 'project_id': project,
+            'starts_at': starts_at.isoformat() + '+00:00',
+            'ends_at': ends_at.isoformat() + '+00:00'})
 
     def _notify(self, context, event, payload):
         if self.notifier is not None:

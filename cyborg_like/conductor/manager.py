@@ -1,12 +1,16 @@
-"""The conductor's RPC endpoint: the one way to the database."""
+"""The conductor's RPC endpoint: the one way to the database.
 
-import time
-import uuid as uuid_lib
+A thin surface: each RPC method answers from one db/ query or hands the
+call to the workflow that owns it -- conductor/binding.py (ARQs),
+device_operations.py (program, flash, MIG layouts), driver_operations.py,
+leases.py, rollouts.py, availability.py, quotas.py.
+"""
+
+import functools
 
 import oslo_messaging as messaging
 from oslo_log import log as logging
 from oslo_utils import timeutils
-from oslo_utils import uuidutils
 
 from cyborg_like.common import context as context_lib
 from cyborg_like.common import describe
@@ -15,15 +19,19 @@ from cyborg_like.common import rpc
 from cyborg_like.catalog import store as store_lib
 from cyborg_like.common import states
 from cyborg_like.conductor import availability
+from cyborg_like.conductor import binding
+from cyborg_like.conductor import device_operations
 from cyborg_like.conductor import driver_operations
-from cyborg_like.conductor import images
+from cyborg_like.conductor import failure
 from cyborg_like.conductor import leases
-from cyborg_like.conductor import metrics
+from cyborg_like.conductor import lost_answers
+from cyborg_like.conductor import lost_work
 from cyborg_like.conductor import nova
 from cyborg_like.conductor.placement import claims as placement_claims
 from cyborg_like.conductor import quotas as quota_limits
 from cyborg_like.conductor import rollouts
 from cyborg_like.conductor import rpcapi
+from cyborg_like.db import arq_handles
 from cyborg_like.db import arqs
 from cyborg_like.db import attributes
 from cyborg_like.db import bitstreams
@@ -31,17 +39,13 @@ from cyborg_like.db import changes
 from cyborg_like.db import deployables
 from cyborg_like.db import device_profiles
 from cyborg_like.db import devices
-from cyborg_like.db import drained
-from cyborg_like.db import firmware
 from cyborg_like.db import heartbeats
 from cyborg_like.db import hosts
 from cyborg_like.db import inventory
 from cyborg_like.db import leases as lease_db
-from cyborg_like.db import mig_layouts
 from cyborg_like.db import operations
 from cyborg_like.db import quotas
 from cyborg_like.db import rollouts as rollout_db
-from cyborg_like.db import scheduling
 from cyborg_like.db import snapshots
 from cyborg_like.db import usage
 
@@ -61,10 +65,9 @@ class ConductorManager:
                  conductor_uuid=None, notifier=None, clock=None):
         self.conf = conf
         self.agent_api = agent_api
-        # Binding and programming finish here, after the RPC call that
-        # started them has answered (a bounded workqueue.WorkQueue).
-        self._workers = workers
-        # The work accepted here names this conductor (db/conductors.py).
+        # The work accepted here names this conductor (db/conductors.py);
+        # it finishes in ``workers`` (a bounded workqueue.WorkQueue), after
+        # the RPC call that accepted it has answered.
         self.conductor_uuid = conductor_uuid
         self.heartbeats = heartbeats
         self.nova = nova.NovaNotifier(conf)
@@ -72,22 +75,38 @@ class ConductorManager:
         # Catalog image stores, for the URLs agents fetch images from.
         self.stores = store_lib.Stores(conf)
         self.driver_ops = driver_operations.DriverOperations(
-            conf, agent_api, workers, conductor_uuid, _reason)
+            conf, agent_api, workers, conductor_uuid, failure.reason,
+            notifier)
         # Placement allocations of standalone bindings (when configured).
         self.claims = placement_claims.Claims(conf)
+        # ARQs bound and unbound; programs, flashes and MIG layouts.
+        self.binding = binding.Binding(
+            conf, agent_api, workers, conductor_uuid, self.nova,
+            self.limits, self.claims, self.stores, notifier)
+        self.device_ops = device_operations.DeviceOperations(
+            conf, agent_api, workers, conductor_uuid, self.stores, notifier)
         self.availability = availability.Feed(
             conf.site, conf.conductor.host_down_after,
             conf.leases.horizon_days)
         # Device leases (1.16) and their boundaries' periodic; ``clock``
         # (naive UTC now) is the tests' to compress time.
-        self.leases = leases.Leases(conf, self._release, self.nova,
+        self.leases = leases.Leases(conf, self.binding.release, self.nova,
                                     notifier, clock)
         # Fleet rollouts (1.18) and their periodic (conductor/rollouts.py).
         self.rollouts = rollouts.Rollouts(
-            conf, workers, {'bitstream': self._program_for_rollout,
-                            'firmware': self._flash,
+            conf, workers, {'bitstream': self.device_ops.program_for_rollout,
+                            'firmware': self.device_ops.flash_job,
                             'driver': self.driver_ops.carry_out},
             conductor_uuid, notifier, clock)
+        # Work accepted here that no job carries any more.
+        self.lost_operations = lost_work.LostWork(
+            workers, functools.partial(operations.unfinished_of,
+                                       conductor_uuid),
+            self.device_ops.fail_lost)
+        self.lost_bindings = lost_work.LostWork(
+            workers, functools.partial(arqs.binding_attempts_of,
+                                       conductor_uuid),
+            self.binding.fail_lost)
 
     # Agents.
     def report_inventory(self, context, host, devices, inventory_hash):
@@ -97,12 +116,12 @@ class ConductorManager:
         LOG.info('Inventory of host %(host)s applied: %(summary)s',
                  {'host': host, 'summary': describe.counts(summary)})
         return dict(summary, bound=arqs.bound_on(host),
-                    releasing=arqs.pending_releases(host))
+                    releasing=arq_handles.pending_releases(host))
 
     def handle_released(self, context, handle_uuid, erased):
         """The agent released a handle (erasing its region if ``erased``):
         it may be bound again."""
-        arqs.confirm_release(handle_uuid, erased)
+        arq_handles.confirm_release(handle_uuid, erased)
 
     def heartbeat(self, context, host, agent_version, inventory_hash,
                   health=None, urgent=False):
@@ -141,34 +160,7 @@ class ConductorManager:
 
     def program_deployable(self, context, uuid, bitstream_id):
         """Start programming; the returned operation tells how it ends."""
-        with self._workers.reserve(1) as submit:
-            job, operation, deployable = deployables.start_program(
-                uuid, bitstream_id, context.project_id, self.conductor_uuid)
-            submit(self._program, context, operation['uuid'], job,
-                   time.monotonic())
-        return {'deployable': deployable, 'operation': operation}
-
-    def _program(self, context, operation_uuid, job, accepted):
-        if not operations.apply(operation_uuid, states.START):
-            return      # failed by the sweep before it ran
-        what = _programming(job, operation_uuid)
-        LOG.info('Programming %s started', what)
-        try:
-            self.agent_api.program(context, job['hostname'],
-                                   images.with_url(self.stores, job),
-                                   self.conf.conductor.agent_timeout)
-        except Exception as error:
-            LOG.warning('Programming %s failed after %.1f s: %s', what,
-                        time.monotonic() - accepted, _reason(error))
-            operations.apply(operation_uuid, states.FAIL, _reason(error))
-            metrics.operation_finished('program', states.FAILED)
-            return
-        deployables.set_bitstream(job['deployable_uuid'],
-                                  job['bitstream_id'])
-        operations.apply(operation_uuid, states.SUCCEED)
-        metrics.operation_finished('program', states.SUCCEEDED)
-        LOG.info('Programming %s finished in %.1f s', what,
-                 time.monotonic() - accepted)
+        return self.device_ops.program(context, uuid, bitstream_id)
 
     # Driver operations (conductor/driver_operations.py).
     def get_host(self, context, hostname):
@@ -198,64 +190,13 @@ class ConductorManager:
     def flash_device_firmware(self, context, uuid, image_uuid):
         """Drain the device and start flashing it with catalog image
         ``image_uuid``; the returned operation tells how it ends."""
-        with self._workers.reserve(1) as submit:
-            job, operation, device = firmware.start_flash(
-                uuid, image_uuid, context.project_id, self.conductor_uuid)
-            submit(self._flash, context, operation['uuid'], job)
-        return {'device': device, 'operation': operation}
-
-    def _flash(self, context, operation_uuid, job):
-        self._run_drained(
-            operation_uuid, job, 'Flashing device %s with image %s' % (
-                job['device_uuid'], job['image']['uuid']),
-            lambda: self.agent_api.flash_firmware(
-                context, job['hostname'], images.with_url(self.stores, job),
-                self.conf.conductor.firmware_timeout),
-            firmware.TYPE)
+        return self.device_ops.flash(context, uuid, image_uuid)
 
     # MIG layouts (1.11): an operation on a GPU, drained like a flash.
     def apply_mig_layout(self, context, uuid, layout):
         """Drain the GPU and start cutting it into ``layout`` (MIG profile
         names; [] for the whole GPU)."""
-        with self._workers.reserve(1) as submit:
-            job, operation, device = mig_layouts.start(
-                uuid, layout, context.project_id, self.conductor_uuid)
-            submit(self._run_drained, operation['uuid'], job,
-                   'Applying MIG layout [%s] to GPU %s' % (
-                       ', '.join(layout), job['device_uuid']),
-                   lambda: self.agent_api.apply_mig_layout(
-                       context, job['hostname'], job,
-                       self.conf.conductor.mig_layout_timeout),
-                   mig_layouts.TYPE)
-        return {'device': device, 'operation': operation}
-
-    # What a rollout's targets start (conductor/rollouts.py).
-    def _program_for_rollout(self, context, operation_uuid, job):
-        self._program(context, operation_uuid, job, time.monotonic())
-
-    def _run_drained(self, operation_uuid, job, what, work, kind=None):
-        """Run ``work()`` (the agent's call) for a draining operation (of
-        type ``kind``) and record how it ended."""
-        if not operations.apply(operation_uuid, states.START):
-            return      # failed by the sweep before it ran
-        started = time.monotonic()
-        try:
-            found = work()
-        except Exception as error:
-            LOG.warning('%s on host %s failed after %.1f s (operation %s); '
-                        'the device stays drained: %s', what,
-                        job['hostname'], time.monotonic() - started,
-                        operation_uuid, _reason(error))
-            drained.fail(operation_uuid, _reason(error))
-            metrics.operation_finished(kind, states.FAILED)
-            return
-        if not drained.finish(operation_uuid, job['device_uuid'], found):
-            LOG.warning('%s ended after its operation %s had been failed; '
-                        'the device stays drained', what, operation_uuid)
-        else:
-            LOG.info('%s succeeded in %.1f s (operation %s)', what,
-                     time.monotonic() - started, operation_uuid)
-            metrics.operation_finished(kind, states.SUCCEEDED)
+        return self.device_ops.apply_mig_layout(context, uuid, layout)
 
     # Fleet rollouts (1.18, conductor/rollouts.py).
     def create_rollout(self, context, values, dry_run=False):
@@ -290,6 +231,14 @@ class ConductorManager:
         return changes.list_changes(filters, limit, marker, sort_key,
                                     sort_dir,
                                     project_id=project_scope(context))
+
+    def get_reply(self, context, request_id, call_name):
+        """Whether the call ``call_name`` of ``request_id`` was carried
+        out, and its answer (1.28; for an API whose call got no answer):
+        the one kept, else made again where it can be
+        (conductor/lost_answers.py)."""
+        return lost_answers.completed(
+            changes.reply_of(request_id, call_name), call_name)
 
     # Usage accounting (1.27; db/usage.py).
     def get_usage(self, context, start=None, end=None, group_by=None,
@@ -366,16 +315,11 @@ class ConductorManager:
     def delete_bitstream(self, context, uuid):
         return bitstreams.delete(uuid)
 
-    # Accelerator requests.
+    # Accelerator requests (conductor/binding.py).
     def create_arqs(self, context, profile_name, group_id,
                     max_accelerators=None):
-        profile = device_profiles.get(name=profile_name)
-        wanted = {rc for group in profile['groups']
-                  for rc in arqs.accelerators_in(group)}
-        limits = self.limits.for_creation(context.project_id, wanted)
-        return arqs.create(profile_name, context.project_id, group_id,
-                           limits, max_accelerators=max_accelerators,
-                           own_limits=self.limits.local)
+        return self.binding.create(context, profile_name, group_id,
+                                   max_accelerators)
 
     def get_quota(self, context, project_id):
         return self._quota(project_id, quotas.usage(project_id))
@@ -443,292 +387,50 @@ class ConductorManager:
 
     def bind_arqs(self, context, bindings):
         """Accept the bindings now; complete them in the background."""
-        with self._workers.reserve(len(bindings)) as submit:
-            attempts = arqs.start_bind(bindings,
-                                       project_id=project_scope(context),
-                                       conductor_uuid=self.conductor_uuid)
-            for uuid, fields in bindings.items():
-                LOG.info('Binding ARQ %s to instance %s on host %s started',
-                         uuid, fields['instance_uuid'], fields['hostname'])
-                submit(self._bind, context, uuid, attempts[uuid],
-                       fields['instance_uuid'], time.monotonic(),
-                       fields['hostname'])
+        self.binding.bind(context, bindings)
 
     def unbind_arqs(self, context, uuids, unbind_bound=True):
         """``unbind_bound``: the API's policy decision
         (cyborg:arq:unbind_bound, 1.25); an API from before 1.25 decided
         the whole unbind by cyborg:arq:update alone."""
-        started = time.monotonic()
-        released = arqs.unbind(uuids, project_id=project_scope(context),
-                               unbind_bound=unbind_bound)
-        self._release(context, released)
-        self.claims.sync_stale(uuids)
-        for item in released:
-            LOG.info('ARQ %s unbound from instance %s on host %s: handle %s '
-                     'released (%.1f ms)', item['arq_uuid'],
-                     item['instance_uuid'], item['hostname'],
-                     describe.attach_handle(item['attach_handle']),
-                     _ms(started))
+        self.binding.unbind(context, uuids, unbind_bound)
 
     def delete_arqs(self, context, uuids=None, instance_uuid=None,
                     delete_bound=False):
         """``delete_bound``: the API's policy decision
         (cyborg:arq:delete_bound); a caller from before 1.5 may not."""
-        started = time.monotonic()
-        claimed = scheduling.claimed_consumers(
-            uuids, instance_uuid, project_scope(context)) \
-            if self.claims.enabled else ()
-        released = arqs.delete(uuids=uuids, instance_uuid=instance_uuid,
-                               project_id=project_scope(context),
-                               delete_bound=delete_bound)
-        self._release(context, released)
-        self.claims.release(claimed)
-        for item in released:
-            LOG.info('ARQ %s of instance %s deleted while bound on host %s: '
-                     'handle %s released (%.1f ms)', item['arq_uuid'],
-                     item['instance_uuid'], item['hostname'],
-                     describe.attach_handle(item['attach_handle']),
-                     _ms(started))
-        LOG.info('Deleted %s (%.1f ms)', 'ARQs %s' % ', '.join(uuids)
-                 if uuids is not None else 'the ARQs of instance %s'
-                 % instance_uuid, _ms(started))
+        self.binding.delete(context, uuids, instance_uuid, delete_bound)
 
     # Standalone scheduling (1.15): the conductor picks the deployable.
     def schedule_arq(self, context, uuid, instance_uuid, hostname=None,
                      preferences=None):
         """Accept a binding of ARQ ``uuid`` to consumer ``instance_uuid``
-        on a deployable the conductor picks (on ``hostname`` when given;
-        ``preferences``: strategy pack or spread, numa_node); answer the
-        ARQ, BindStarted, and complete it in the background like a Nova
-        binding (docs/scheduling.md)."""
-        with self._workers.reserve(1) as submit:
-            attempt, arq = scheduling.start(
-                uuid, instance_uuid, hostname,
-                project_id=project_scope(context),
-                conductor_uuid=self.conductor_uuid)
-            LOG.info('Scheduling ARQ %s for consumer %s on %s started', uuid,
-                     instance_uuid, hostname or 'any host')
-            submit(self._schedule, context, uuid, attempt, instance_uuid,
-                   hostname, preferences or {}, arq['project_id'],
-                   time.monotonic())
-        return arq
-
-    def _bind(self, context, uuid, attempt, instance_uuid, accepted, host,
-              allocate=None, standalone=False):
-        """Binding ``attempt`` of ARQ ``uuid``; every step is a no-op once
-        the ARQ was unbound (or bound again) meanwhile. ``accepted`` (when
-        the binding was accepted, time.monotonic()) and ``host`` are for
-        the log. ``allocate()`` takes the handle (standalone scheduling
-        picks the deployable there); Nova is told the outcome unless the
-        binding is ``standalone``."""
-        notify = (lambda *args, **kwargs: None) if standalone \
-            else self.nova.binding_ended
-        try:
-            self._check_quota_still_holds(uuid)
-            job = allocate() if allocate else self._allocate(uuid, attempt)
-            if _same_bitstream(job['bitstream_id'],
-                               job['current_bitstream_id']):
-                job['bitstream_id'] = None      # already programmed
-                job['image'] = None
-            programmed = self.agent_api.prepare_attach_handle(
-                context, job['hostname'], images.with_url(self.stores, job),
-                self.conf.conductor.agent_timeout)
-            if not arqs.finish_bind(uuid, attempt, programmed):
-                raise exception.BindingSuperseded(uuid=uuid)
-        except exception.BindingSuperseded:
-            # The handle this attempt took (if any) went back with the
-            # unbind or delete that superseded it.
-            LOG.info('ARQ %s was unbound or deleted while binding (after '
-                     '%.1f s)', uuid, time.monotonic() - accepted)
-            return
-        except Exception as error:
-            reason = _reason(error)
-            LOG.warning('Binding ARQ %s to instance %s on host %s failed '
-                        'after %.1f s: %s', uuid, instance_uuid, host,
-                        time.monotonic() - accepted, reason)
-            released = arqs.fail_bind(uuid, attempt, reason)
-            if released is None:
-                LOG.info('ARQ %s was unbound or deleted while binding', uuid)
-                return
-            self._release(context, released)
-            metrics.bind_ended(accepted, succeeded=False)
-            notify(uuid, instance_uuid, succeeded=False)
-            return
-        metrics.bind_ended(accepted, succeeded=True)
-        LOG.info('ARQ %s bound to instance %s on host %s: handle %s%s in '
-                 '%.1f s', uuid, instance_uuid, job['hostname'],
-                 describe.attach_handle(job['attach_handle']),
-                 ', programmed with bitstream %s' % programmed
-                 if programmed else '', time.monotonic() - accepted)
-        notify(uuid, instance_uuid, succeeded=True)
-
-    def _allocate(self, uuid, attempt):
-        """Take a handle for the binding; while the deployable's previous
-        holder is being released (Nova places a new instance as soon as
-        the old one is deleted), wait up to ``release_wait`` for it."""
-        deadline = time.monotonic() + self.conf.conductor.release_wait
-        pause = 0.05
-        while True:
-            try:
-                return arqs.allocate(uuid, attempt,
-                                     self.conf.conductor.host_down_after)
-            except exception.ReleasePending:
-                if time.monotonic() + pause > deadline:
-                    raise
-            time.sleep(pause)
-            pause = min(pause * 2, 1.0)
-
-    def _schedule(self, context, uuid, attempt, consumer, hostname,
-                  preferences, project_id, accepted):
-        try:
-            self._bind(context, uuid, attempt, consumer, accepted,
-                       hostname or '(any)', standalone=True,
-                       allocate=lambda: self._pick(
-                           context, uuid, attempt, consumer, hostname,
-                           preferences, project_id))
-        finally:
-            # However it ended, Placement holds what the database says
-            # the consumer holds (a no-op read once bound).
-            if self.claims.enabled:
-                self.claims.release([consumer])
-
-    def _pick(self, context, uuid, attempt, consumer, hostname, preferences,
-              project_id):
-        """Take a handle of the best candidate still free (and, with
-        Placement, claimed for ``consumer``); a candidate taken meanwhile
-        or refused by Placement passes to the next. Waits up to
-        ``release_wait`` when the only ones left are being released."""
-        deadline = time.monotonic() + self.conf.conductor.release_wait
-        pause, refused = 0.05, None
-        down_after = self.conf.conductor.host_down_after
-        while True:
-            waiting = False
-            for candidate in scheduling.candidates(
-                    uuid, attempt, hostname, preferences, down_after):
-                # A device lent to the caller's project is reserved in
-                # Placement whole: the lease is its claim.
-                claim = self.claims.enabled and not candidate.get('leased')
-                scheduling.aim(uuid, attempt, candidate,
-                               consumer if claim else None)
-                try:
-                    job = arqs.allocate(uuid, attempt, down_after)
-                except exception.ReleasePending:
-                    waiting = True
-                    continue
-                except exception.BindFailed:
-                    continue        # taken meanwhile, or no longer usable
-                refused = self._claim(context, uuid, attempt, consumer,
-                                      hostname, project_id, candidate)
-                if refused is None:
-                    return job
-            if not waiting or time.monotonic() + pause > deadline:
-                raise exception.BindFailed(reason=_nothing_free(
-                    hostname, preferences, refused))
-            time.sleep(pause)
-            pause = min(pause * 2, 1.0)
-
-    def _claim(self, context, uuid, attempt, consumer, hostname, project_id,
-               candidate):
-        """Claim the candidate's provider for ``consumer`` in Placement;
-        None when claimed (or Placement is not used), else why not, the
-        handle given back."""
-        if not self.claims.enabled or candidate.get('leased'):
-            return None
-        try:
-            self.claims.sync(consumer, project_id, context.user_id)
-            return None
-        except placement_claims.Refused as error:
-            LOG.info('Placement refused deployable %s (provider %s) on %s to '
-                     'consumer %s of ARQ %s; trying the next: %s',
-                     candidate['uuid'], candidate['rp_uuid'],
-                     candidate['hostname'], consumer, uuid, error)
-            self._release(context, scheduling.give_back(uuid, attempt,
-                                                        hostname))
-            return str(error)
+        on a deployable the conductor picks (docs/scheduling.md); answer
+        the ARQ, BindStarted."""
+        return self.binding.schedule(context, uuid, instance_uuid, hostname,
+                                     preferences)
 
     def _fail_interrupted_work(self):
         """Periodic (ConductorService): fail the bindings and operations
-        that nobody will finish -- their conductor or host is down, or
-        they outlived twice the agent timeout -- freeing what they hold."""
-        limits = (self.conf.conductor.service_down_after,
-                  self.conf.conductor.host_down_after,
-                  2 * self.conf.conductor.agent_timeout)
-        failed = arqs.fail_interrupted_binds(*limits)
-        alone = scheduling.standalone([uuid for uuid, _, _ in failed])
-        for uuid, instance_uuid, released in failed:
-            LOG.warning('Binding of ARQ %s to instance %s was interrupted '
-                        '(its conductor or host went down, or it took too '
-                        'long); failed it', uuid, instance_uuid)
-            self._release(context_lib.get_admin_context(), released)
-            if uuid not in alone:
-                self.nova.binding_ended(uuid, instance_uuid,
-                                        succeeded=False)
-        # Claims of standalone bindings that ended without their
-        # conductor (it died) or whose removal failed: removed now.
-        self.claims.sync_stale()
-        for uuid in operations.fail_interrupted(
-                *limits, older_than_by_type={
-                    firmware.TYPE: 2 * self.conf.conductor.firmware_timeout,
-                    mig_layouts.TYPE:
-                        2 * self.conf.conductor.mig_layout_timeout}):
-            LOG.warning('Operation %s was interrupted; failed it', uuid)
-
-    def _check_quota_still_holds(self, uuid):
-        """A limit lowered since the ARQ was created stops its binding."""
-        arq = arqs.get(uuid)
-        rc, project = arq['resource_class'], arq['project_id']
-        if not rc or project is None:
-            return
-        limit = self.limits.for_project(project, [rc]).get(rc)
-        in_use = quotas.usage(project).get(rc, 0)
-        if limit is not None and 0 <= limit < in_use:
-            raise exception.BindFailed(reason=str(exception.QuotaExceeded(
-                resource=rc, limit=limit, in_use=in_use, requested=1)))
+        that nobody will finish, freeing what they hold."""
+        self.binding.fail_interrupted()
+        self.device_ops.fail_interrupted(
+            binding.interrupted_limits(self.conf))
+        self.lost_operations.sweep()
+        self.lost_bindings.sweep()
 
     def _release(self, context, released):
-        for item in released:
-            self.agent_api.release_attach_handle(context, item['hostname'],
-                                                 item)
+        self.binding.release(context, released)
 
 
-def _nothing_free(hostname, preferences, refused):
-    where = ' on host %s' % hostname if hostname else ''
-    if preferences.get('numa_node') is not None:
-        where += ' on NUMA node %s' % preferences['numa_node']
-    return ('No free deployable matches the request%s (resource class and '
-            'traits of the profile group, device enabled and healthy, host '
-            'up, a free attach handle)%s.' % (
-                where, '; Placement refused the last one: %s' % refused
-                if refused else ''))
 
 
-def _same_bitstream(wanted, current):
-    """Ids compare as UUIDs when they are (any case, dashes or not)."""
-    if not wanted or not current:
-        return False
-    if uuidutils.is_uuid_like(wanted) and uuidutils.is_uuid_like(current):
-        return uuid_lib.UUID(wanted) == uuid_lib.UUID(current)
-    return wanted == current
 
 
-def _programming(job, operation_uuid):
-    return 'deployable %s (%s) on host %s with bitstream %s (operation %s)' \
-        % (job['deployable_name'], job['deployable_uuid'], job['hostname'],
-           job['bitstream_id'], operation_uuid)
 
 
-def _ms(started):
-    return (time.monotonic() - started) * 1000
 
 
-def _reason(error):
-    if isinstance(error, exception.CyborgLikeException):
-        return error.message
-    if isinstance(error, messaging.MessagingTimeout):
-        return 'The agent did not answer in time.'
-    if isinstance(error, messaging.RemoteError):
-        return '%s: %s' % (error.exc_type, error.value)
-    return '%s: %s' % (type(error).__name__, error)
 
 
 def _utc(text, what):

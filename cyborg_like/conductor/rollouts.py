@@ -31,7 +31,11 @@ from cyborg_like.common import context as context_lib
 from cyborg_like.common import exception
 from cyborg_like.common import states
 from cyborg_like.conductor import metrics
+from cyborg_like.conductor import notifications
+from cyborg_like.conductor import rollout_strategy
 from cyborg_like.db import hosts
+from cyborg_like.db import rollout_kinds
+from cyborg_like.db import rollout_targets as targets
 from cyborg_like.db import rollouts
 
 LOG = logging.getLogger(__name__)
@@ -54,30 +58,33 @@ class Rollouts:
 
     # The API's requests.
     def create(self, context, values, dry_run=False):
-        if values['kind'] not in rollouts.KINDS:
+        if values['kind'] not in rollout_kinds.KINDS:
             raise exception.Invalid('Rollouts of kind %s are not supported '
                                     'yet.' % values['kind'])
-        if values['kind'] == rollouts.DRIVER:
+        if values['kind'] == rollout_kinds.DRIVER:
             # A driver family's version, kept as the rollout's image.
             values = dict(
                 {k: v for k, v in values.items()
                  if k not in ('driver', 'version', 'parameters',
                               'timeout')},
-                image=rollouts.driver_image(values['driver'],
-                                            values['version']),
+                image=rollout_kinds.driver_image(values['driver'],
+                                                 values['version']),
                 options={k: values[k] for k in ('parameters', 'timeout')
                          if values.get(k)})
         if dry_run:
             return dict(rollouts.plan(values['kind'], values['image'],
                                       values.get('selector') or {},
-                                      values.get('strategy') or {}),
+                                      values.get('strategy') or {},
+                                      rollout_strategy.resolve),
                         dry_run=True)
         rollout = rollouts.create(values, context.project_id,
-                                  self.conductor_uuid, self.clock())
+                                  self.conductor_uuid, self.clock(),
+                                  rollout_strategy.resolve)
         LOG.info('Rollout %s of %s %s over %d targets started',
                  rollout['uuid'], rollout['kind'], rollout['image'],
                  rollout['targets']['total'])
         self._told(rollout, None)
+        self._wave(notifications.WAVE_START, rollout, 0)
         return rollout
 
     def act(self, context, uuid, action):
@@ -99,8 +106,8 @@ class Rollouts:
     def run(self):
         owned = rollouts.claim(self.conductor_uuid,
                                self.conf.conductor.service_down_after)
-        rollouts.sync_operations(self.clock(),
-                                 self.conf.rollouts.interrupted_retries)
+        targets.sync_operations(self.clock(),
+                                self.conf.rollouts.interrupted_retries)
         for rollout_id, uuid in owned:
             try:
                 self.step(rollout_id)
@@ -119,9 +126,9 @@ class Rollouts:
 
     def _forward(self, rollout):
         strategy, now = rollout['strategy'], self.clock()
-        rollouts.gate(rollout['id'], strategy['gate_seconds'], now,
-                      _driver(rollout))
-        waves, failed, busy_hosts = rollouts.progress(rollout['id'])
+        targets.gate(rollout['id'], strategy['gate_seconds'], now,
+                     rollout['kind'], rollout['image'])
+        waves, failed, busy_hosts = targets.progress(rollout['id'])
         failures = sum(w.get(states.TARGET_FAILED, 0) for w in waves.values())
         if failed is not None and (failed['wave'] == 0 or
                                    failures > strategy['failure_budget']):
@@ -132,9 +139,11 @@ class Rollouts:
             if wave >= rollout['waves']:
                 self._end(rollout, waves)
                 return
+            self._wave(notifications.WAVE_END, rollout, wave)
             wave += 1
             rollouts.advance(rollout['id'], wave, now)
             LOG.info('Rollout %s: wave %d begins', rollout['uuid'], wave)
+            self._wave(notifications.WAVE_START, rollout, wave)
             metrics.rollout_wave(rollout['uuid'])
             rollout['wave_started_at'] = now
         self._start(rollout, wave, busy_hosts, now)
@@ -144,13 +153,12 @@ class Rollouts:
         room = strategy['max_unavailable'] - sum(busy_hosts.values())
         if room <= 0:
             return
-        skip = strategy['workloads'] == rollouts.SKIP
-        include = rollouts.includes_busy(rollout['kind'], strategy)
+        skip = strategy['workloads'] == rollout_kinds.SKIP
+        include = rollout_kinds.includes_busy(rollout['kind'], strategy)
         waited_out = (now - rollout['wave_started_at']).total_seconds() \
             >= strategy['wait_timeout']
-        found = rollouts.candidates(rollout['id'], wave, room * 4 + 16,
-                                    retry_skipped=skip,
-                                    image=_driver(rollout))
+        found = targets.candidates(rollout['id'], wave, room * 4 + 16,
+                                   skip, rollout['kind'], rollout['image'])
         to_skip, chosen = [], []
         for target in found:
             if target.busy and not include:
@@ -165,10 +173,10 @@ class Rollouts:
             busy_hosts[target.hostname] = \
                 busy_hosts.get(target.hostname, 0) + 1
             chosen.append(target.id)
-        rollouts.skip_busy(to_skip, 'A workload holds it (bound or being '
+        targets.skip_busy(to_skip, 'A workload holds it (bound or being '
                            'released)%s; retried while the rollout runs.'
                            % ('' if skip else ' past wait_timeout'))
-        self._launch(rollout, chosen, lambda target_id: rollouts.begin(
+        self._launch(rollout, chosen, lambda target_id: targets.begin(
             target_id, rollout['kind'], rollout['image'],
             rollout['project_id'], self.conductor_uuid, now, force=include,
             options=rollout['options']))
@@ -182,13 +190,14 @@ class Rollouts:
                         started = begin(target_id)
                     except exception.CyborgLikeException as error:
                         # Taken by a workload or an operation meanwhile.
-                        rollouts.note(target_id, 'Not started now: %s'
+                        targets.note(target_id, 'Not started now: %s'
                                       % error.message)
                         continue
                     if started is not None:
                         job, operation = started
                         submit(self._starters[rollout['kind']], context,
-                               operation['uuid'], job)
+                               operation['uuid'], job,
+                               carries=operation['uuid'])
                         metrics.rollout_target_started(rollout['uuid'])
             except exception.Overloaded:
                 LOG.info('Rollout %s: the work queue is full; the next '
@@ -229,13 +238,14 @@ class Rollouts:
         except exception.Conflict:
             return
         LOG.info('Rollout %s succeeded: %s', rollout['uuid'], reason)
+        self._wave(notifications.WAVE_END, view, rollout['current_wave'])
         self._told(view, states.ROLLOUT_RUNNING)
 
     def _back(self, rollout):
         strategy, now = rollout['strategy'], self.clock()
-        waves, _failed, busy_hosts = rollouts.progress(rollout['id'])
+        waves, _failed, busy_hosts = targets.progress(rollout['id'])
         room = strategy['max_unavailable'] - sum(busy_hosts.values())
-        left = rollouts.to_revert(rollout['id'], max(room, 1) * 4 + 16)
+        left = targets.to_revert(rollout['id'], max(room, 1) * 4 + 16)
         if not left and not busy_hosts and not any(
                 w.get(states.IN_PROGRESS) for w in waves.values()):
             event = states.FINISH_ROLLBACK \
@@ -247,6 +257,8 @@ class Rollouts:
             except exception.Conflict:
                 return
             LOG.info('Rollout %s rolled back', rollout['uuid'])
+            self._wave(notifications.ROLLED_BACK, view,
+                       rollout['current_wave'])
             self._told(view, rollout['state'])
             return
         chosen = []
@@ -257,9 +269,19 @@ class Rollouts:
             busy_hosts[target.hostname] = \
                 busy_hosts.get(target.hostname, 0) + 1
             chosen.append(target.id)
-        self._launch(rollout, chosen, lambda target_id: rollouts.begin_revert(
+        self._launch(rollout, chosen, lambda target_id: targets.begin_revert(
             target_id, rollout['kind'], rollout['project_id'],
             self.conductor_uuid, now))
+
+    def _wave(self, event_type, rollout, wave):
+        """A versioned notification of ``rollout`` (a view or a loaded
+        row) at ``wave``."""
+        notifications.emit(
+            self.notifier, context_lib.get_admin_context(), event_type,
+            {'rollout_uuid': rollout['uuid'], 'kind': rollout['kind'],
+             'image': rollout['image'], 'state': rollout['state'],
+             'wave': wave, 'waves': rollout['waves'],
+             'reason': rollout.get('reason')})
 
     def _told(self, rollout, before):
         metrics.rollout_state(rollout['state'])
@@ -274,11 +296,6 @@ class Rollouts:
             self.notifier.error(context, CHANGED, payload)
         else:
             self.notifier.info(context, CHANGED, payload)
-
-
-def _driver(rollout):
-    """A driver rollout's image (its targets are hosts), else None."""
-    return rollout['image'] if rollout['kind'] == rollouts.DRIVER else None
 
 
 def _ended(counts):

@@ -21,7 +21,7 @@ READS = frozenset((
     'get_arq', 'get_attribute', 'get_availability', 'get_bitstream',
     'get_deployable', 'get_device', 'get_device_health',
     'get_device_profile', 'get_host', 'get_lease', 'get_operation',
-    'get_quota', 'get_rollout', 'get_usage', 'list_arqs',
+    'get_quota', 'get_reply', 'get_rollout', 'get_usage', 'list_arqs',
     'list_attributes', 'list_bitstreams', 'list_changes', 'list_deployables',
     'list_device_profiles', 'list_devices', 'list_hosts', 'list_leases',
     'list_operations', 'list_rollout_targets', 'list_rollouts',

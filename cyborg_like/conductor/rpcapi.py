@@ -70,8 +70,14 @@ History (bump the minor version for every compatible change, and note it):
          (drained_by) alone
 * 1.27 - get_usage (usage accounting: device-seconds per project,
          instance, resource class, model and host; db/usage.py)
+* 1.28 - get_reply (whether a write's call was carried out, and the
+         answer its conductor sent: the change log keeps it, for an API
+         whose answer the broker lost)
 """
 
+import copy
+
+from oslo_log import log as logging
 import oslo_messaging as messaging
 
 from cyborg_like.common import exception
@@ -80,10 +86,11 @@ from cyborg_like.common import rpc
 from cyborg_like.conductor import rpc_calls
 from cyborg_like.conf import CONF
 
+LOG = logging.getLogger(__name__)
 TOPIC = 'cyborg_like-conductor'
 # The calls that write nothing (rpc_calls.py: every call classified).
 READS = rpc_calls.READS
-RPC_API_VERSION = '1.27'
+RPC_API_VERSION = '1.28'
 
 
 class ConductorAPI:
@@ -128,11 +135,48 @@ class ConductorAPI:
                 call_monitor_timeout=self._call_monitor_timeout)
             return rpc.call_reaching_broker(cctxt, context, method,
                                             **kwargs)
-        return rpc.call_within(
-            self._client, context, method, self._timeout, version=version,
-            call_monitor_timeout=self._call_monitor_timeout,
-            calls=self._calls,
-            settle=None if method in READS else self._settle, **kwargs)
+        try:
+            return rpc.call_within(
+                self._client, context, method, self._timeout,
+                version=version,
+                call_monitor_timeout=self._call_monitor_timeout,
+                calls=self._calls,
+                settle=None if method in READS else self._settle, **kwargs)
+        except rpc.WriteNotDone as failure:
+            return self._answer_kept(context, method, failure)
+
+    def _answer_kept(self, context, method, failure):
+        """A write that got no answer, once no conductor can carry it
+        out any more, may have been done before and its answer lost (the
+        broker node holding this process's reply queue died): what the
+        change log kept decides. Its answer, as if it had come; else the
+        failure (a 503 whose text says to ask the change log)."""
+        if not CONF.api.lost_answer_timeout or \
+                not self._client.can_send_version('1.28'):
+            raise failure
+        fresh = copy.copy(context)
+        fresh.deadline = None       # the write's own has passed
+        # Asked again while no conductor answers (the broker recovering)
+        # or the write is done without its answer yet (its conductor still
+        # finishing the call: a bind's later steps).
+        try:
+            found = rpc.keep_asking(
+                lambda: self.get_reply(fresh, context.request_id, method),
+                CONF.api.lost_answer_timeout,
+                lambda found: 'reply' in found or not found['done'])
+        except messaging.MessagingException as error:
+            LOG.warning('Request %s: could not ask the change log whether '
+                        '%s was done: %s', context.request_id, method, error)
+            raise failure from None
+        if 'reply' in found:
+            LOG.warning('Request %s: the answer to %s was lost; the '
+                        'change log kept it', context.request_id, method)
+            return found['reply']
+        if found['done']:
+            LOG.error('Request %s: %s was done but its answer was lost '
+                      'and not kept (the change log names what it '
+                      'changed)', context.request_id, method)
+        raise failure
 
     def _newer(self, version, kwargs, newer_version, **newer):
         """(version, kwargs) to send: the ``newer`` arguments go along only
@@ -309,6 +353,10 @@ class ConductorAPI:
         return self._call(context, 'list_operations', version='1.2',
                           filters=filters, limit=limit, marker=marker,
                           sort_key=sort_key, sort_dir=sort_dir)
+
+    def get_reply(self, context, request_id, call_name):
+        return self._call(context, 'get_reply', version='1.28',
+                          request_id=request_id, call_name=call_name)
 
     def list_changes(self, context, filters, limit, marker, sort_key,
                      sort_dir):

@@ -10,8 +10,10 @@ from cyborg_like.common import rpc
 from cyborg_like.conductor import heartbeat_stream
 from cyborg_like.conductor import heartbeats
 from cyborg_like.conductor import host_liveness
+from cyborg_like.conductor import lost_answers
 from cyborg_like.conductor import manager
-from cyborg_like.conductor import metrics
+from cyborg_like.conductor import metrics_server
+from cyborg_like.conductor import notifications
 from cyborg_like.conductor import own_beats
 from cyborg_like.conductor.placement import runner as placement
 from cyborg_like.conductor import read_model
@@ -39,20 +41,29 @@ class ConductorService:
         agent_api = agent_rpcapi.AgentAPI()
         self.workers = workqueue.WorkQueue(conf.conductor.workers,
                                            conf.conductor.max_queued_work)
+        # Unversioned and versioned notifications, as [notifications]
+        # notification_format says (conductor/notifications.py).
+        notifier = notifications.Notifier(
+            conf, 'accelerator.conductor.%s' % self.host)
         self.heartbeats = heartbeats.HeartbeatCollector(
-            conf, agent_api,
-            rpc.get_notifier(conf, 'accelerator.conductor.%s' % self.host))
+            conf, agent_api, notifier)
         self.heartbeat_stream = heartbeat_stream.HeartbeatStream(
             conf, self.heartbeats)
         self.manager = manager.ConductorManager(
             conf, agent_api, self.workers, self.heartbeats, self.uuid,
-            notifier=rpc.get_notifier(conf,
-                                      'accelerator.conductor.%s' % self.host))
+            notifier=notifier)
         target = messaging.Target(topic=rpcapi.TOPIC, server=self.host)
         # Calls whose caller has given up (an API request answered 503 while
         # the broker was away) are dropped rather than carried out late.
-        self._server = rpc.get_server(target, [self.manager],
-                                      drop_late=True)
+        # Answers are kept for an API that asks for lost ones (a RabbitMQ
+        # cluster: [api] lost_answer_timeout); elsewhere nobody would.
+        # A call delivered twice is answered from the change log
+        # (conductor/lost_answers.py), not carried out again.
+        self._server = rpc.get_server(
+            target, [self.manager], drop_late=True,
+            keep_reply=changes.keep_reply
+            if conf.api.lost_answer_timeout else None,
+            answer_again=lost_answers.of_call)
         self.placement = placement.PlacementSync(conf)
         # After a database outage everybody looks down for a while.
         self.own_beats = own_beats.OwnBeats(
@@ -61,7 +72,7 @@ class ConductorService:
                 conf.conductor.host_down_after))
         self.liveness = host_liveness.HostLiveness(
             conf.conductor.host_down_after)
-        self.metrics = metrics.MetricsServer(conf, self.uuid)
+        self.metrics = metrics_server.MetricsServer(conf, self.uuid)
         # Committed changes of the API's read model, cast to its processes.
         self.read_model = read_model.Publisher(
             conf.conductor.read_model_announce_spacing)

@@ -2,7 +2,7 @@
 model since records began (issue 33; docs/metrics.md, docs/usage.md).
 
 ``cyborg_like_usage_device_seconds_total`` is a fleet series (the
-exporting conductor serves it, with the others of conductor/metrics.py):
+exporting conductor serves it, with the others of conductor/fleet_metrics.py):
 it is computed from the usage records at each snapshot, the closed ones
 whole and the held ones up to now, plus what pruned records counted
 (db/usage.py), so it is the same whichever conductor exports it and never

@@ -6,11 +6,16 @@ sweep fails it as interrupted; with one, the caller is told at once (503
 with Retry-After) and nothing is written.
 """
 
+import collections
 import concurrent.futures
 import contextlib
 import threading
 
+from oslo_log import log as logging
+
 from cyborg_like.common import exception
+
+LOG = logging.getLogger(__name__)
 
 
 class WorkQueue:
@@ -21,6 +26,11 @@ class WorkQueue:
         self._executor = concurrent.futures.ThreadPoolExecutor(
             max_workers=workers, thread_name_prefix='conductor-worker')
         self._slots = threading.Semaphore(capacity)
+        # What the queued and running jobs carry (operations, binding
+        # attempts), so that work accepted but carried by no job is found
+        # (conductor/lost_work.py).
+        self._carried = collections.Counter()
+        self._lock = threading.Lock()
 
     @contextlib.contextmanager
     def reserve(self, count):
@@ -40,10 +50,29 @@ class WorkQueue:
             for _ in range(reservation.slots - reservation.used):
                 self._slots.release()
 
-    def _run(self, fn, args):
+    def carried(self):
+        """What the jobs queued or running now carry."""
+        with self._lock:
+            return frozenset(self._carried)
+
+    def _carry(self, key, change):
+        with self._lock:
+            self._carried[key] += change
+            if self._carried[key] <= 0:
+                del self._carried[key]
+
+    def _run(self, fn, args, carries):
         try:
             fn(*args)
+        except Exception:
+            # A future's exception is kept for a caller that never asks:
+            # said here, or a job lost to a database or broker error
+            # would leave no trace.
+            LOG.exception('A conductor job (%s) failed', getattr(
+                fn, '__qualname__', fn))
         finally:
+            if carries is not None:
+                self._carry(carries, -1)
             self._slots.release()
 
     def shutdown(self, wait=True):
@@ -54,7 +83,12 @@ class _Reservation:
     def __init__(self, queue):
         self._queue, self.slots, self.used = queue, 0, 0
 
-    def submit(self, fn, *args):
+    def submit(self, fn, *args, carries=None):
+        """Run ``fn(*args)`` on a worker; ``carries``: what the job
+        carries to its end (an operation's uuid, a binding's attempt)."""
         assert self.used < self.slots, 'more jobs than reserved'
         self.used += 1
-        return self._queue._executor.submit(self._queue._run, fn, args)
+        if carries is not None:
+            self._queue._carry(carries, 1)
+        return self._queue._executor.submit(self._queue._run, fn, args,
+                                            carries)

@@ -40,6 +40,21 @@ opts = [
                       'conductor that gets it later drops it, so a '
                       'request answered 503 is not carried out afterwards '
                       '(hosts must keep their clocks in sync, e.g. NTP).'),
+    cfg.FloatOpt('lost_answer_timeout',
+                 default=0.0, min=0.0,
+                 help='On a RabbitMQ cluster: longest time in seconds an '
+                      'API request whose write got no answer (past '
+                      'conductor_timeout and [DEFAULT] rpc_commit_margin) '
+                      'keeps asking the conductors whether it was carried '
+                      'out, and for its answer (kept in the change log), '
+                      'before it answers 503: the answer may have been '
+                      'lost with a broker node while the write was done '
+                      '(docs/ha.md suggests 10). Read by the conductors '
+                      'too: they keep each answer only when it is set. '
+                      '0: never ask; the 503 '
+                      'comes at once and the change log tells the client '
+                      'later (one broker: a cut broker could not be asked '
+                      'either).'),
     cfg.IntOpt('retry_after',
                default=5, min=0,
                help='Seconds a client is told to wait (the Retry-After '

@@ -18,6 +18,7 @@ from cyborg_like.conf import health
 from cyborg_like.conf import intel_fpga
 from cyborg_like.conf import leases
 from cyborg_like.conf import metrics
+from cyborg_like.conf import notifications
 from cyborg_like.conf import nova
 from cyborg_like.conf import nvidia_gpu
 from cyborg_like.conf import pci_driver
@@ -30,7 +31,7 @@ from cyborg_like.conf import xilinx_fpga
 MODULES = (default, api, conductor, agent, fake_driver, nvidia_gpu,
            pci_driver, intel_fpga, xilinx_fpga,
            upgrade_levels, nova, placement, quota, catalog, glance,
-           health, metrics, leases, rollouts, audit)
+           health, metrics, leases, rollouts, audit, notifications)
 
 
 def list_opts():

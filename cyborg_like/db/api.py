@@ -7,6 +7,7 @@ objects, so results can cross RPC as they are.
 
 import contextlib
 import threading
+import time
 
 from oslo_db import api as oslo_db_api
 from oslo_db import exception as db_exc
@@ -113,6 +114,7 @@ def writer():
     bumped, committed = None, False
     try:
         with change_recorder.committing(), _errors_mapped(), \
+                _outcome_found() as outcome, \
                 _facade().writer.using(_Scope()) as session:
             yield session
             # A late RPC call's write is rolled back, not committed.
@@ -121,12 +123,58 @@ def writer():
             change_recorder.record(session)
             # The read model's generations of what this wrote: last.
             bumped = generations.bump(session)
+            outcome.marker = change_recorder.marker()
         committed = True
         deadlines.committed()
     finally:
         _LOCAL.writing = False
         change_recorder.end()
         generations.end(committed, bumped)
+
+
+class _Outcome:
+    marker = None
+
+
+@contextlib.contextmanager
+def _outcome_found():
+    """A COMMIT that lost its connection may have been carried out: on
+    Galera the node had replicated the transaction when it died, and the
+    other nodes commit it. For a call the change log holds (its marker
+    set: the last step before the commit), ask through a new connection
+    (behind a proxy, another node; with ``wsrep_sync_wait``, a read that
+    waits until the cluster has settled the lost node's transactions):
+    committed, the write stands and its caller is answered as usual;
+    not, or no answer, the error stands (a 503 whose change-log record,
+    if any, tells its client later: docs/faults.md)."""
+    outcome = _Outcome()
+    try:
+        yield outcome
+    except db_exc.DBConnectionError:
+        if outcome.marker is None or not _landed(outcome.marker):
+            raise
+        LOG.warning('Lost the database connection at COMMIT; the change '
+                    'log shows the transaction was committed (change %s, '
+                    'commit %s): answering as done', *outcome.marker)
+
+
+# Asking again: a proxy sends new connections to the dead node until its
+# check marks it down (about a second).
+_READ_BACK_TRIES, _READ_BACK_PAUSE = 10, 0.5
+
+
+def _landed(marker):
+    for _ in range(_READ_BACK_TRIES):
+        try:
+            with reader() as session:
+                return change_recorder.landed(session, marker)
+        except exception.ServiceUnavailable:
+            time.sleep(_READ_BACK_PAUSE)
+    LOG.error('Lost the database connection at COMMIT and cannot read '
+              'back whether it was committed (change %s, commit %s): '
+              'answering 503; the change log tells its client once the '
+              'database answers', *marker)
+    return False
 
 
 def _serialize_sqlite_writers(engine):

@@ -13,18 +13,19 @@ of a second handle taken for one ARQ.
 """
 
 import datetime
-import json
 
 from oslo_utils import uuidutils
 import sqlalchemy as sa
 
+from cyborg_like.common import admission
 from cyborg_like.common import exception
 from cyborg_like.common import states
 from cyborg_like.db import api
+from cyborg_like.db import arq_handles
+from cyborg_like.db import arq_rows
 from cyborg_like.db import bitstream_compat
 from cyborg_like.db import conductors
 from cyborg_like.db import device_profiles
-from cyborg_like.db import host_changes
 from cyborg_like.db import hosts
 from cyborg_like.db import lease_windows
 from cyborg_like.db import models
@@ -68,7 +69,7 @@ def create(profile_name, project_id, group_id=None, limits=None,
             quotas.reserve(session, project_id, _counts(created),
                            limits or {}, own_limits)
         session.flush()
-        return [_to_dict(arq, profile.name, None) for arq in created]
+        return [arq_rows.to_dict(arq, profile.name, None) for arq in created]
 
 
 def _check_bound(profile_name, groups, max_accelerators):
@@ -105,7 +106,7 @@ def list_arqs(filters, limit, marker=None, sort_key='created_at',
     """ARQs by ``instance_uuid``, ``states``, ``uuids``, the health of the
     device they hold (``device_health``); scoped to ``project_id`` unless it
     is None (admin)."""
-    query = _select()
+    query = arq_rows.select()
     if filters.get('instance_uuid'):
         query = query.where(ARQ.instance_uuid == filters['instance_uuid'])
     if filters.get('states'):
@@ -115,20 +116,20 @@ def list_arqs(filters, limit, marker=None, sort_key='created_at',
     if filters.get('device_health'):
         query = query.where(ARQ.state.in_(states.HOLDING),
                             models.Device.health == filters['device_health'])
-    query = _scoped(query, project_id)
+    query = arq_rows.scoped(query, project_id)
     with api.reader() as session:
         query = api.paginate(session, query, ARQ, limit, marker, sort_key,
                              sort_dir)
-        return [_row_to_dict(row) for row in session.execute(query)]
+        return [arq_rows.row_to_dict(row) for row in session.execute(query)]
 
 
 def get(uuid, project_id=None):
     with api.reader() as session:
-        row = session.execute(
-            _scoped(_select().where(ARQ.uuid == uuid), project_id)).first()
+        row = session.execute(arq_rows.scoped(
+            arq_rows.select().where(ARQ.uuid == uuid), project_id)).first()
         if row is None:
             raise exception.ARQNotFound(uuid=uuid)
-        return _row_to_dict(row)
+        return arq_rows.row_to_dict(row)
 
 
 @api.retry_on_deadlock
@@ -143,7 +144,7 @@ def start_bind(bindings, project_id=None, conductor_uuid=None):
         # (hot add is not supported). Only the caller's project's are
         # looked at, so a bind cannot learn of another project's instance.
         instances = {f['instance_uuid'] for f in bindings.values()}
-        taken = session.scalars(_scoped(
+        taken = session.scalars(arq_rows.scoped(
             sa.select(ARQ.instance_uuid)
             .where(ARQ.instance_uuid.in_(instances))
             .where(ARQ.uuid.notin_(list(bindings))), project_id)).first()
@@ -155,7 +156,7 @@ def start_bind(bindings, project_id=None, conductor_uuid=None):
             values = dict(fields, state_reason=None,
                           bind_attempt=attempts[uuid],
                           conductor_uuid=conductor_uuid, scheduled=False)
-            _transition(session, uuid, states.BIND, values, project_id)
+            arq_rows.transition(session, uuid, states.BIND, values, project_id)
         return attempts
 
 
@@ -169,7 +170,7 @@ def allocate(uuid, attempt, host_down_after):
     BindingSuperseded when the attempt is no longer the ARQ's binding.
     """
     with api.writer() as session:
-        arq = _attempt(session, uuid, attempt, states.FINISH)
+        arq = arq_rows.attempt(session, uuid, attempt, states.FINISH)
         profile = session.get(models.DeviceProfile, arq.device_profile_id)
         group = device_profiles.groups_of(profile)[
             arq.device_profile_group_id]
@@ -179,7 +180,7 @@ def allocate(uuid, attempt, host_down_after):
         # Before any handle is taken or agent called: the catalog image
         # the group asks for must fit the region.
         image = bitstream_compat.for_group(session, deployable, group)
-        handle = _take_handle(session, deployable)
+        handle = arq_handles.take_handle(session, deployable)
         arq.attach_handle_id = handle.id
         arq.deployable_id = deployable.id
         device = deployable.device
@@ -194,7 +195,7 @@ def allocate(uuid, attempt, host_down_after):
             'bitstream_id': bitstream_compat.loaded_id(image) if image
             else group.get('accel:bitstream_id'),
             'image': bitstream_compat.image_job(image) if image else None,
-            'attach_handle': _handle_dict(handle),
+            'attach_handle': arq_rows.handle_dict(handle),
         }
 
 
@@ -214,16 +215,10 @@ def _deployable_for(session, arq):
 
 
 def _check_usable(session, deployable, group, host_down_after):
+    """The facts the admission rules (common/admission.py) ask about,
+    read under the bind's locks; raises their refusal."""
     device = deployable.device
-    if operations.unfinished_for(session, deployable.uuid) is not None:
-        raise exception.BindFailed(reason='Deployable %s is being '
-                                          'programmed.' % deployable.uuid)
-    if any(h.release_pending for h in deployable.attach_handles):
-        # Its agent may be erasing it: what it holds is not known yet.
-        raise exception.ReleasePending(deployable=deployable.uuid)
-    if device.status != 'enabled':
-        raise exception.BindFailed(reason='Device %s is %s.' % (
-            device.uuid, device.status))
+    programming = operations.unfinished_for(session, deployable.uuid)
     # A locking read: the latest committed drain, whatever snapshot this
     # transaction started from (an operation's drain locked the deployable
     # first; a health drain is written with the device row locked).
@@ -231,36 +226,20 @@ def _check_usable(session, deployable, group, host_down_after):
         sa.select(models.Device.drained_by, models.Device.drain_reason,
                   models.Device.service_state, models.Device.health_reasons)
         .where(models.Device.id == device.id).with_for_update()).one()
-    if latest.drained_by is not None:
-        raise exception.BindFailed(reason='Device %s is drained: %s' % (
-            device.uuid, latest.drain_reason))
-    if latest.service_state == states.DRAINED:
-        raise exception.BindFailed(
-            reason='Device %s is drained as unhealthy: %s' % (
-                device.uuid, latest.health_reasons))
-    if deployable.num_accelerators < 1:
-        raise exception.BindFailed(
-            reason='Deployable %s offers no accelerators (its device is '
-                   'partitioned).' % deployable.uuid)
-    # Under the device's row lock, taken just above by every bind of any
-    # of its deployables.
-    beside = partitions.held_beside(session, deployable)
-    if beside is not None:
-        held, how = beside
-        raise exception.BindFailed(
-            reason='Device %s is bound %s (deployable %s): it is handed '
-                   'out whole or in parts, never both.' % (
-                       device.uuid, how, held.uuid))
     cutoff = hosts.utcnow() - datetime.timedelta(seconds=host_down_after)
     host = session.scalars(sa.select(models.Host).where(
         models.Host.hostname == device.hostname)).first()
-    if host is None or host.last_heartbeat is None \
-            or host.last_heartbeat < cutoff:
-        raise exception.BindFailed(
-            reason='Host %s is down (no recent heartbeat).' % device.hostname)
-    unmet = unmet_by(deployable.uuid, deployable.attributes, group)
-    if unmet is not None:
-        raise exception.BindFailed(reason=unmet)
+    admission.refusal(admission.Facts(
+        deployable, device,
+        programming=programming is not None,
+        release_pending=any(h.release_pending
+                            for h in deployable.attach_handles),
+        latest=latest,
+        # Under the device's row lock, taken just above by every bind of
+        # any of its deployables.
+        beside=partitions.held_beside(session, deployable),
+        host_up=host is not None and host.last_heartbeat is not None
+        and host.last_heartbeat >= cutoff), group)
 
 
 def _check_not_leased(session, deployable, project_id):
@@ -275,48 +254,11 @@ def _check_not_leased(session, deployable, project_id):
                 deployable.device.uuid, api.isotime(lease.ends_at)))
 
 
-def unmet_by(deployable_uuid, attributes, group):
-    """Why a deployable with ``attributes`` (Attribute rows) cannot serve
-    profile ``group`` (its resource class, required and forbidden traits),
-    or None when it can. Binds check it; standalone scheduling
-    (db/scheduling.py) filters its candidates with it."""
-    attributes = {a.key: a.value for a in attributes}
-    traits = {v for k, v in attributes.items() if k.startswith('trait')}
-    for key, value in group.items():
-        name = key.split(':', 1)[1]
-        if key.startswith('resources:') and attributes.get('rc') != name:
-            return 'Deployable %s provides %s, not %s.' % (
-                deployable_uuid, attributes.get('rc'), name)
-        if key.startswith('trait:') and (value == 'required') != (
-                name in traits):
-            return 'Deployable %s does not satisfy trait %s=%s.' % (
-                deployable_uuid, name, value)
-    return None
-
-
-def _take_handle(session, deployable):
-    candidates = session.scalars(
-        sa.select(HANDLE.id).where(HANDLE.deployable_id == deployable.id,
-                                   HANDLE.in_use == sa.false(),
-                                   HANDLE.release_pending == sa.false())
-        .order_by(HANDLE.id)).all()
-    for handle_id in candidates:
-        taken = session.execute(
-            sa.update(HANDLE).where(HANDLE.id == handle_id,
-                                    HANDLE.in_use == sa.false())
-            .values(in_use=True)).rowcount
-        if taken == 1:
-            host_changes.changed(session, [deployable.device.hostname])
-            return session.get(HANDLE, handle_id)
-    raise exception.BindFailed(
-        reason='No free attach handle on deployable %s.' % deployable.uuid)
-
-
 @api.retry_on_deadlock
 def finish_bind(uuid, attempt, programmed_bitstream_id=None):
     """BindStarted -> Bound; False when the attempt was superseded."""
     with api.writer() as session:
-        done = _move(session, ARQ.uuid == uuid, states.FINISH, attempt)
+        done = arq_rows.move(session, ARQ.uuid == uuid, states.FINISH, attempt)
         if done:
             # Counted from this commit on (db/usage.py).
             usage.open_record(session, uuid)
@@ -336,12 +278,15 @@ def fail_bind(uuid, attempt, reason):
     None (and nothing changed) when the attempt was superseded."""
     with api.writer() as session:
         try:
-            arq = _attempt(session, uuid, attempt, states.FAIL)
+            arq = arq_rows.attempt(session, uuid, attempt, states.FAIL)
         except exception.BindingSuperseded:
             return None
         return _fail(session, arq, reason)
 
 
+# On Galera a conductor's write meets another's at COMMIT (DBDeadlock;
+# tests/cluster/test_galera_node.py): run it again whole.
+@api.retry_on_deadlock
 def fail_interrupted_binds(conductor_down_after, host_down_after,
                            older_than):
     """Fail the bindings nobody will finish, giving their handles back:
@@ -362,27 +307,51 @@ def fail_interrupted_binds(conductor_down_after, host_down_after,
          'The binding took more than %d seconds; bind again.'
          % older_than),
     )
-    failed = []
     with api.writer() as session:
-        for condition, reason in causes:
-            stale = session.scalars(sa.select(ARQ).where(
-                ARQ.state.in_(states.ARQ.sources(states.FAIL)), condition)
-                .with_for_update()).all()
-            for arq in stale:
-                released = _fail(session, arq, reason % {
-                    'host': arq.hostname})
-                if released is not None:
-                    failed.append((arq.uuid, arq.instance_uuid, released))
+        return [failed for condition, reason in causes
+                for failed in _fail_where(session, condition, reason)]
+
+
+def binding_attempts_of(conductor_uuid):
+    """The attempts of the bindings conductor ``conductor_uuid`` has
+    under way (BindStarted)."""
+    with api.reader() as session:
+        return set(session.scalars(sa.select(ARQ.bind_attempt).where(
+            ARQ.conductor_uuid == conductor_uuid,
+            ARQ.state.in_(states.ARQ.sources(states.FAIL)))))
+
+
+@api.retry_on_deadlock
+def fail_lost_binds(attempts):
+    """Fail the bindings of these attempts still under way, their
+    conductor's job lost (conductor/lost_work.py); as
+    fail_interrupted_binds answers."""
+    with api.writer() as session:
+        return _fail_where(
+            session, ARQ.bind_attempt.in_(attempts),
+            'The binding was interrupted (its conductor lost it to a '
+            'database or message bus error); bind again.')
+
+
+def _fail_where(session, condition, reason):
+    failed = []
+    stale = session.scalars(sa.select(ARQ).where(
+        ARQ.state.in_(states.ARQ.sources(states.FAIL)), condition)
+        .with_for_update()).all()
+    for arq in stale:
+        released = _fail(session, arq, reason % {'host': arq.hostname})
+        if released is not None:
+            failed.append((arq.uuid, arq.instance_uuid, released))
     return failed
 
 
 def _fail(session, arq, reason):
-    released = _handle_of(session, arq)
-    if not _move(session, ARQ.id == arq.id, states.FAIL, arq.bind_attempt,
-                 state_reason=reason[:4000], attach_handle_id=None,
-                 deployable_id=None):
+    released = arq_rows.handle_of(session, arq)
+    if not arq_rows.move(session, ARQ.id == arq.id, states.FAIL,
+                         arq.bind_attempt, state_reason=reason[:4000],
+                         attach_handle_id=None, deployable_id=None):
         return None
-    return _free(session, released)
+    return arq_handles.free(session, released)
 
 
 @api.retry_on_deadlock
@@ -395,7 +364,7 @@ def unbind(uuids, project_id=None, unbind_bound=True):
     none (checked on the rows this transaction locked).
     """
     with api.writer() as session:
-        arqs = _get_all(session, uuids, project_id, for_update=True)
+        arqs = arq_rows.get_all(session, uuids, project_id, for_update=True)
         if not unbind_bound:
             _refuse_bound(arqs, exception.ARQUnbindBoundForbidden)
         return unbind_rows(session, arqs)
@@ -412,16 +381,16 @@ def unbind_rows(session, arqs, reason=None):
     for arq in arqs:
         if not states.ARQ.allows(arq.state, states.UNBIND):
             continue
-        held = _handle_of(session, arq)
-        whose = _whose(arq)
-        if _move(session, ARQ.id == arq.id, states.UNBIND, None,
-                 state_reason=reason, hostname=None, device_rp_uuid=None,
-                 instance_uuid=None, bind_attempt=None,
-                 attach_handle_id=None, deployable_id=None,
-                 lease_ends_at=None, lease_starts_at=None,
-                 release_asked_at=None):
+        held = arq_rows.handle_of(session, arq)
+        whose = arq_rows.whose(arq)
+        if arq_rows.move(session, ARQ.id == arq.id, states.UNBIND, None,
+                         state_reason=reason, hostname=None,
+                         device_rp_uuid=None, instance_uuid=None,
+                         bind_attempt=None, attach_handle_id=None,
+                         deployable_id=None, lease_ends_at=None,
+                         lease_starts_at=None, release_asked_at=None):
             released += [dict(job, **whose)
-                         for job in _free(session, held)]
+                         for job in arq_handles.free(session, held)]
     return released
 
 
@@ -437,9 +406,10 @@ def delete(uuids=None, instance_uuid=None, project_id=None,
     with api.writer() as session:
         # Locked: a bind starting meanwhile cannot slip past the check.
         if uuids is not None:
-            arqs = _get_all(session, uuids, project_id, for_update=True)
+            arqs = arq_rows.get_all(session, uuids, project_id,
+                                    for_update=True)
         else:
-            arqs = session.scalars(_scoped(sa.select(ARQ).where(
+            arqs = session.scalars(arq_rows.scoped(sa.select(ARQ).where(
                 ARQ.instance_uuid == instance_uuid), project_id)
                 .with_for_update()).all()
         if not delete_bound:
@@ -449,8 +419,9 @@ def delete(uuids=None, instance_uuid=None, project_id=None,
                                       if a.state == states.BOUND])
         released = []
         for arq in arqs:
-            released += [dict(job, **_whose(arq))
-                         for job in _free(session, _handle_of(session, arq))]
+            held = arq_rows.handle_of(session, arq)
+            released += [dict(job, **arq_rows.whose(arq))
+                         for job in arq_handles.free(session, held)]
             session.delete(arq)
         by_project = {}
         for arq in arqs:
@@ -480,7 +451,7 @@ def bound_on(hostname):
         return [{'driver_name': row.driver_name,
                  'controlpath_id': models.wire_form(row.cpid_type,
                                                     row.cpid_info),
-                 'attach_handle': _handle_dict(row.AttachHandle)}
+                 'attach_handle': arq_rows.handle_dict(row.AttachHandle)}
                 for row in rows]
 
 
@@ -510,192 +481,3 @@ def _refuse_bound(arqs, refusal=exception.ARQDeleteBoundForbidden):
         uuid, state = held[0]
         raise refusal(uuid=uuid, state=state)
 
-
-def _get_all(session, uuids, project_id, for_update=False):
-    query = _scoped(sa.select(ARQ).where(ARQ.uuid.in_(uuids)), project_id)
-    if for_update:
-        query = query.with_for_update()
-    arqs = session.scalars(query).all()
-    missing = set(uuids) - {a.uuid for a in arqs}
-    if missing:
-        raise exception.ARQNotFound(uuid=sorted(missing)[0])
-    return arqs
-
-
-def _attempt(session, uuid, attempt, event):
-    """The ARQ, locked, if ``attempt`` is still its binding and ``event``
-    may be applied; else BindingSuperseded."""
-    arq = session.scalars(sa.select(ARQ).where(
-        ARQ.uuid == uuid, ARQ.bind_attempt == attempt,
-        ARQ.state.in_(states.ARQ.sources(event))).with_for_update()).first()
-    if arq is None:
-        raise exception.BindingSuperseded(uuid=uuid)
-    return arq
-
-
-def _move(session, which, event, attempt, **values):
-    """Apply ``event`` to the ARQ ``which`` selects, only from the states
-    the event allows (and only within binding ``attempt`` when given).
-    True when the row changed."""
-    query = sa.update(ARQ).where(
-        which, ARQ.state.in_(states.ARQ.sources(event)))
-    if attempt is not None:
-        query = query.where(ARQ.bind_attempt == attempt)
-    values['state'] = states.ARQ.target(event)
-    return session.execute(query.values(**values)).rowcount == 1
-
-
-def _handle_of(session, arq):
-    """The attach handle the ARQ holds, or None."""
-    if arq.attach_handle_id is None:
-        return None
-    return session.get(HANDLE, arq.attach_handle_id)
-
-
-def _free(session, handle):
-    """Give ``handle`` back; what the agent must undo ([] for None).
-
-    Where the host's agent confirms releases (agent 1.1 on), the handle
-    stays unbindable until it does (``confirm_release``): releasing may
-    erase the region, and a bind meanwhile would trust a stale bitstream.
-    """
-    if handle is None:
-        return []
-    deployable = session.get(models.Deployable, handle.deployable_id)
-    device = deployable.device
-    confirm = hosts.confirms_releases(session, device.hostname)
-    session.execute(sa.update(HANDLE).where(HANDLE.id == handle.id)
-                    .values(in_use=False, release_pending=confirm))
-    host_changes.changed(session, [device.hostname])
-    return [_release_job(deployable, handle, confirm)]
-
-
-def _whose(arq):
-    """Added to the release jobs of unbind and delete, for the
-    conductor's log (agents ignore them)."""
-    return {'arq_uuid': arq.uuid, 'instance_uuid': arq.instance_uuid}
-
-
-def _release_job(deployable, handle, confirm):
-    return {'hostname': deployable.device.hostname,
-            'driver_name': deployable.driver_name,
-            'controlpath_id': deployable.device.controlpath_ids[0].to_wire(),
-            'attach_handle': _handle_dict(handle),
-            'confirm': confirm}
-
-
-def confirm_release(handle_uuid, erased):
-    """The agent released the handle; ``erased``: its region lost its
-    bitstream. The handle is bindable again. False if none was pending."""
-    with api.writer() as session:
-        handle = session.scalars(sa.select(HANDLE).where(
-            HANDLE.uuid == handle_uuid,
-            HANDLE.release_pending == sa.true()).with_for_update()).first()
-        if handle is None:
-            return False
-        handle.release_pending = False
-        host_changes.changed(session, [handle.deployable.device.hostname])
-        if erased:
-            session.execute(sa.update(models.Deployable).where(
-                models.Deployable.id == handle.deployable_id)
-                .values(bitstream_id=None))
-        return True
-
-
-def pending_releases(hostname):
-    """Releases on ``hostname`` its agent has not confirmed (it may have
-    been down): the agent carries them out again after a restart."""
-    with api.reader() as session:
-        rows = session.execute(
-            sa.select(models.Deployable, HANDLE)
-            .join(HANDLE, HANDLE.deployable_id == models.Deployable.id)
-            .join(models.Device)
-            .where(models.Device.hostname == hostname,
-                   HANDLE.release_pending == sa.true())).all()
-        return [_release_job(d, h, True) for d, h in rows]
-
-
-def _transition(session, uuid, event, values, project_id):
-    query = sa.update(ARQ).where(
-        ARQ.uuid == uuid, ARQ.state.in_(states.ARQ.sources(event)))
-    if project_id is not None:
-        query = query.where(ARQ.project_id == project_id)
-    values = dict(values, state=states.ARQ.target(event))
-    if session.execute(query.values(**values)).rowcount == 1:
-        return
-    current = session.scalar(_scoped(
-        sa.select(ARQ.state).where(ARQ.uuid == uuid), project_id))
-    if current is None:
-        raise exception.ARQNotFound(uuid=uuid)
-    raise exception.ARQBadState(uuid=uuid, state=current,
-                                expected=list(states.ARQ.sources(event)))
-
-
-def _scoped(query, project_id):
-    if project_id is None:
-        return query
-    return query.where(ARQ.project_id == project_id)
-
-
-def _select():
-    # The profile name, the handle and its device's health come in the
-    # same query as the ARQ.
-    return (sa.select(ARQ, models.DeviceProfile.name, HANDLE,
-                      models.Device.health)
-            .join(models.DeviceProfile,
-                  ARQ.device_profile_id == models.DeviceProfile.id)
-            .outerjoin(HANDLE, ARQ.attach_handle_id == HANDLE.id)
-            .outerjoin(models.Deployable,
-                       models.Deployable.id == HANDLE.deployable_id)
-            .outerjoin(models.Device,
-                       models.Device.id == models.Deployable.device_id))
-
-
-def _handle_dict(handle):
-    return {'uuid': handle.uuid, 'attach_type': handle.attach_type,
-            'attach_info': json.loads(handle.attach_info)}
-
-
-def _row_to_dict(row):
-    arq, profile_name, handle, device_health = row
-    return _to_dict(arq, profile_name, handle, device_health)
-
-
-def _to_dict(arq, profile_name, handle, device_health=None):
-    bound = handle is not None and arq.state == states.BOUND
-    info = json.loads(handle.attach_info) if bound else {}
-    return {
-        'uuid': arq.uuid,
-        'state': arq.state,
-        'state_reason': arq.state_reason,
-        'device_profile_name': profile_name,
-        'device_profile_group_id': arq.device_profile_group_id,
-        'hostname': arq.hostname,
-        'device_rp_uuid': arq.device_rp_uuid,
-        'instance_uuid': arq.instance_uuid,
-        'project_id': arq.project_id,
-        'resource_class': arq.resource_class,
-        'attach_handle_type': handle.attach_type if bound else '',
-        'attach_handle_uuid': _attach_handle_uuid(handle, info)
-        if bound else None,
-        'attach_handle_info': info,
-        # The health of the device it holds: a workload learns here that
-        # its device failed (db/health.py drains it meanwhile).
-        'device_health': device_health if handle is not None
-        and arq.state in states.HOLDING else None,
-        # Notice that the lease lending the device ends (db/leases.py).
-        'lease_ends_at': api.isotime(arq.lease_ends_at),
-        # Notice that another project's lease of the device starts: the
-        # binding is undone [leases] grace_seconds after it.
-        'lease_starts_at': api.isotime(arq.lease_starts_at),
-        'created_at': api.isotime(arq.created_at),
-        'updated_at': api.isotime(arq.updated_at),
-    }
-
-
-def _attach_handle_uuid(handle, info):
-    """An MDEV handle's is the mdev's uuid: Nova's libvirt driver makes
-    the mdev under that uuid where it does not exist yet."""
-    if handle.attach_type == 'MDEV' and info.get('uuid'):
-        return info['uuid']
-    return handle.uuid

@@ -2,7 +2,8 @@
 call's transactions write, recorded in the same transaction.
 
 ``api.writer()`` calls ``begin``, ``committing``, ``record`` and ``end``
-around each transaction; an engine listener (``track``) notes the tables
+around each transaction, and ``marker`` and ``landed`` when its COMMIT
+lost its connection; an engine listener (``track``) notes the tables
 written and the uuids inserted. A module of its own that imports only the
 models (and the statement parser of generations.py), as generations.py
 is, so that ``db/api.py`` imports it and nothing here imports
@@ -13,10 +14,12 @@ changes.py, which opens its own transactions.
 import contextlib
 import threading
 
+from oslo_db import exception as db_exc
 from oslo_utils import uuidutils
 import sqlalchemy as sa
 
 from cyborg_like.common import deadlines
+from cyborg_like.common import exception
 from cyborg_like.db import generations
 from cyborg_like.db import models
 
@@ -94,8 +97,36 @@ def record(session):
         'target': _target(call.kwargs, written['created']),
         'created_at': models.utcnow(),
     }
-    call.change_id = session.execute(
-        sa.insert(CHANGE).values(**values)).inserted_primary_key[0]
+    call_id = getattr(context, 'call_id', None)
+    try:
+        call.change_id = session.execute(
+            sa.insert(CHANGE).values(commits=1, call_id=call_id, **values)
+        ).inserted_primary_key[0]
+    except db_exc.DBDuplicateEntry as error:
+        if 'call_id' not in (error.columns or ()):
+            raise
+        # A second delivery of a call carried out before: its writes are
+        # rolled back with this transaction (rpc.DropsLateCalls answers).
+        raise exception.CallDoneBefore(request_id=values['request_id'],
+                                       method=values['method']) from None
+    written['marker'] = (call.change_id, 1)
+
+
+def marker():
+    """What tells whether the current transaction committed, once
+    ``record`` ran: (change row id, its commits count after it), or None
+    for a transaction the log does not hold."""
+    written = _LOCAL.stack[-1]
+    return written.get('marker') if written is not None else None
+
+
+def landed(session, marker):
+    """Whether the transaction of ``marker`` committed, read in
+    ``session`` (another connection than the one whose COMMIT failed)."""
+    change_id, commits = marker
+    found = session.execute(sa.select(CHANGE.commits).where(
+        CHANGE.id == change_id)).scalar()
+    return found is not None and found >= commits
 
 
 @contextlib.contextmanager
@@ -113,7 +144,8 @@ def committing():
 
 
 def _widen(session, change_id, written):
-    row = session.execute(sa.select(CHANGE.written, CHANGE.target).where(
+    row = session.execute(sa.select(
+        CHANGE.written, CHANGE.target, CHANGE.commits).where(
         CHANGE.id == change_id)).first()
     if row is None:
         return
@@ -121,7 +153,9 @@ def _widen(session, change_id, written):
     targets = (row.target or '').split(',') if row.target else []
     session.execute(sa.update(CHANGE).where(CHANGE.id == change_id).values(
         written=','.join(sorted(tables)),
-        target=_joined(targets + written['created'])))
+        target=_joined(targets + written['created']),
+        commits=row.commits + 1))
+    written['marker'] = (change_id, row.commits + 1)
 
 
 def _target(kwargs, created):

@@ -21,6 +21,7 @@ calls; this module reads and prunes them.
 
 import datetime
 
+from oslo_serialization import jsonutils
 import sqlalchemy as sa
 
 from cyborg_like.db import api
@@ -61,6 +62,43 @@ def to_dict(change):
         'target': change.target.split(',') if change.target else [],
         'created_at': api.isotime(change.created_at),
     }
+
+
+def keep_reply(change_id, reply):
+    """Keep the answer of the call logged as ``change_id`` (JSON, as RPC
+    carries it); outside the call, so also past its deadline."""
+    with api.writer() as session:
+        session.execute(sa.update(CHANGE).where(CHANGE.id == change_id)
+                        .values(reply=jsonutils.dumps(reply)))
+
+
+def reply_of(request_id, method):
+    """What the change log says of ``method`` called under
+    ``request_id``: ``{'done': False}`` (not carried out), ``{'done':
+    True, 'reply': ...}`` with the answer its conductor sent, or
+    ``{'done': True, 'target': [ids]}`` when it was done but its answer
+    was not kept."""
+    return _reply((CHANGE.request_id == request_id,
+                   CHANGE.method == method))
+
+
+def reply_of_call(call_id):
+    """What the change log says of the RPC call ``call_id`` (as
+    ``reply_of``)."""
+    return _reply((CHANGE.call_id == call_id,))
+
+
+def _reply(where):
+    with api.reader() as session:
+        row = session.execute(
+            sa.select(CHANGE.reply, CHANGE.target).where(*where)
+            .order_by(CHANGE.id.desc()).limit(1)).first()
+    if row is None:
+        return {'done': False}
+    if row.reply is None:
+        return {'done': True,
+                'target': row.target.split(',') if row.target else []}
+    return {'done': True, 'reply': jsonutils.loads(row.reply)}
 
 
 def prune(retention):

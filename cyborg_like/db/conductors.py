@@ -17,6 +17,7 @@ from cyborg_like.db import models
 COND = models.Conductor
 
 
+@api.retry_on_deadlock
 def beat(uuid, hostname):
     """Conductor ``uuid`` is alive now (its row is made on first beat)."""
     now = hosts.utcnow()

@@ -7,6 +7,7 @@ from sqlalchemy import orm
 
 from cyborg_like.common import exception
 from cyborg_like.common import listing
+from cyborg_like.common import states
 from cyborg_like.db import api
 from cyborg_like.db import bitstream_compat
 from cyborg_like.db import host_changes
@@ -127,16 +128,29 @@ def program_in(session, uuid, bitstream_id, project_id, conductor_uuid=None):
         'bitstream_id': bitstream_compat.loaded_id(image) if image
         else bitstream_id,
         'image': bitstream_compat.image_job(image) if image else None,
+        # The agent runs an older operation's job after a newer one never
+        # (agent/region_order.py).
+        'sequence': operation.id,
     }
     return job, operations.to_dict(operation), to_dict(deployable)
 
 
-def set_bitstream(uuid, bitstream_id):
+@api.retry_on_deadlock
+def finish_program(operation_uuid, uuid, bitstream_id):
+    """The agent programmed region ``uuid``: the operation succeeds and
+    the region's bitstream is recorded, in one transaction, only while the
+    operation runs. False when it had been failed meanwhile (its host
+    looked down, and a rollback may have programmed the region since): the
+    late answer then changes nothing."""
     with api.writer() as session:
+        if not operations.apply(operation_uuid, states.SUCCEED,
+                                session=session):
+            return False
         session.execute(sa.update(models.Deployable)
                         .where(models.Deployable.uuid == uuid)
                         .values(bitstream_id=bitstream_id))
         host_changes.mark_deployable_dirty(session, deployable_uuid=uuid)
+        return True
 
 
 def _locked(session, uuid):

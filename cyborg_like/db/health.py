@@ -1,13 +1,16 @@
-"""Devices in and out of service by their health, with a circuit breaker.
+"""Devices in and out of service by their health: the queries and
+conditional updates of the drain circuit breaker.
 
 Within a heartbeat batch's transaction (db/heartbeats.py), each device's
 reading moves it along common/states.py ``DEVICE_SERVICE``: an unhealthy
 reading drains a serving device (not bindable, Placement inventory
 reserved) unless the drain circuit breaker is open, in which case the
 device is only flagged; ``[health] recovery_checks`` healthy readings in a
-row return it to service. The breaker counts automatic drains per host and
-fleet-wide over ``[health] breaker_window`` in ``health_drains``: a storm
-of false alarms drains a bounded number of devices and flags the rest.
+row return it to service. When to drain, flag or recover is the
+conductor's policy (conductor/drain_breaker.py), passed in; here the
+automatic drains are counted per host and fleet-wide over ``[health]
+breaker_window`` in ``health_drains`` and the devices moved: a storm of
+false alarms drains a bounded number of devices and flags the rest.
 
 Steady state (healthy devices in service) costs no statement here; only
 devices whose reading may move them are read again, locked, so two
@@ -32,11 +35,12 @@ Move = collections.namedtuple(
     'Move', 'uuid hostname event state reasons status')
 
 
-def apply(session, verdicts, policy, now):
+def apply(session, verdicts, breaker, now):
     """Move devices by their readings; return the moves made.
 
     ``verdicts``: ``(device id, healthy, reasons)`` of this batch, read
-    with ``service_state``; ``policy``: the ``[health]`` options.
+    with ``service_state``; ``breaker``: what the readings do, the
+    conductor's policy (conductor/drain_breaker.py ``DrainBreaker``).
     """
     candidates = {device_id: (healthy, reasons)
                   for device_id, healthy, reasons, state in verdicts
@@ -48,50 +52,22 @@ def apply(session, verdicts, policy, now):
                   DEV.service_state, DEV.healthy_checks)
         .where(DEV.id.in_(sorted(candidates))).order_by(DEV.id)
         .with_for_update()).all()
-    want_drain, recover, counts = [], [], {}
-    for row in rows:
-        healthy, reasons = candidates[row.id]
-        if not healthy:
-            counts[row.id] = 0
-            if row.service_state != states.DRAINED:
-                want_drain.append((row, reasons))
-        elif row.healthy_checks + 1 >= policy.recovery_checks:
-            recover.append((row, reasons))
-        else:
-            counts[row.id] = row.healthy_checks + 1
-    drain, flag = _breaker(session, want_drain, policy, now)
+    asked = breaker.triage(rows, candidates)
+    drain, flag = breaker.split(
+        asked.drain,
+        lambda: drains_within(session, breaker.window, now))
     moves = (_move(session, states.DRAIN, drain, now)
              + _move(session, states.FLAG,
                      [(r, why) for r, why in flag
                       if r.service_state == states.SERVING], now)
-             + _move(session, states.RECOVER, recover, now))
+             + _move(session, states.RECOVER, asked.recover, now))
     held = {row.id: row.healthy_checks for row in rows}
-    _count(session, {i: n for i, n in counts.items() if n != held[i]})
+    _count(session, {i: n for i, n in asked.checks.items() if n != held[i]})
     if drain:
         session.execute(sa.insert(models.HealthDrain), [
             {'device_id': row.id, 'hostname': row.hostname,
              'drained_at': now} for row, _why in drain])
     return moves
-
-
-def _breaker(session, wanted, policy, now):
-    """Split the devices to drain into (drain, only flag)."""
-    if not wanted:
-        return [], []
-    if not policy.auto_drain:
-        return [], wanted
-    per_host, fleet = drains_within(session, policy.breaker_window, now)
-    drain, flag = [], []
-    for row, reasons in wanted:
-        if (fleet < policy.max_drains
-                and per_host.get(row.hostname, 0)
-                < policy.max_drains_per_host):
-            fleet += 1
-            per_host[row.hostname] = per_host.get(row.hostname, 0) + 1
-            drain.append((row, reasons))
-        else:
-            flag.append((row, reasons))
-    return drain, flag
 
 
 def drains_within(session, window, now):
@@ -135,23 +111,12 @@ def _count(session, checks):
             .execution_options(synchronize_session=False))
 
 
-def breaker_status(policy, session=None):
-    """Whether the drain circuit breaker is open, fleet-wide and per host
-    (for metrics, alerts and operators); reads only."""
-    cutoff = hosts.utcnow() - datetime.timedelta(
-        seconds=policy.breaker_window)
+def drain_counts(window, session=None):
+    """The automatic drains of the last ``window`` seconds: ({host:
+    count}, fleet count); reads only (conductor/drain_breaker.py
+    ``status`` says whether they open the breaker)."""
+    cutoff = hosts.utcnow() - datetime.timedelta(seconds=window)
     if session is None:
         with api.reader() as session:
-            per_host, fleet = _counts(session, cutoff)
-    else:
-        per_host, fleet = _counts(session, cutoff)
-    return {
-        'window': policy.breaker_window,
-        'drains': fleet,
-        'max_drains': policy.max_drains,
-        'open': fleet >= policy.max_drains,
-        'hosts': {host: {'drains': count,
-                         'open': count >= policy.max_drains_per_host}
-                  for host, count in sorted(per_host.items())},
-        'max_drains_per_host': policy.max_drains_per_host,
-    }
+            return _counts(session, cutoff)
+    return _counts(session, cutoff)

@@ -33,15 +33,16 @@ _UPDATE_CHUNK = 500
 Ingested = collections.namedtuple('Ingested', 'stored changed moves')
 
 
+@api.retry_on_deadlock
 def ingest(beats, retention, policy):
     """Apply ``beats``, the latest heartbeat of each host.
 
     Each beat is ``{'host', 'agent_version', 'inventory_hash', 'health':
     [DeviceHealth dicts], 'received_at': datetime}``; ``policy``: the
-    ``[health]`` options. Returns the inventory hash the database holds for
-    each host, the devices whose health changed as ``(uuid, hostname, new
-    health, reasons)``, and the devices moved in or out of service
-    (db/health.py).
+    drain breaker (conductor/drain_breaker.py). Returns the inventory
+    hash the database holds for each host, the devices whose health
+    changed as ``(uuid, hostname, new health, reasons)``, and the devices
+    moved in or out of service (db/health.py).
     """
     if not beats:
         return Ingested({}, [], [])

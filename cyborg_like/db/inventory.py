@@ -22,6 +22,10 @@ from cyborg_like.db import partitions
 LOG = logging.getLogger(__name__)
 
 
+# On Galera a report can lose certification to another node's commit
+# (DBDeadlock at COMMIT, the whole transaction rolled back): run it again
+# whole rather than fail the agent's report.
+@api.retry_on_deadlock
 def reconcile(hostname, devices, inventory_hash):
     """Apply ``devices`` as the whole inventory of ``hostname``.
 

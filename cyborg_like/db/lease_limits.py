@@ -1,5 +1,6 @@
 """Per-project lease limits (``[leases] project_max_devices`` and
-``project_max_device_hours``, docs/leases.md), checked race-free.
+``project_max_device_hours``, docs/leases.md), checked race-free: the
+queries and the lock here, the arithmetic in conductor/lease_rules.py.
 
 A project's usage is what its active leases hold: their devices added up,
 and the device-hours of their windows between now and the lease horizon.
@@ -13,28 +14,21 @@ The row is added, once, by a transaction of its own (``ensure``).
 from oslo_db import exception as db_exc
 import sqlalchemy as sa
 
-from cyborg_like.common import exception
 from cyborg_like.common import states
 from cyborg_like.db import api
 from cyborg_like.db import models
 
 LEASE, WINDOW, LDEV = models.Lease, models.LeaseWindow, models.LeaseDevice
 PROJECT = models.LeaseProject
-HOUR = 3600.0
-
-
-def enforced(limits):
-    """The limits that bound something (a negative one does not)."""
-    return {what: limit for what, limit in (limits or {}).items()
-            if limit is not None and limit >= 0}
 
 
 def ensure(project_id, limits):
-    """Add the project's row if missing, in a transaction of its own
-    before the creating one: lock() then always finds a row to lock, and
+    """Add the project's row if missing (``limits``: those enforced,
+    conductor/lease_rules.py), in a transaction of its own before the
+    creating one: lock() then always finds a row to lock, and
     no locking read of a missing row takes a gap lock (MariaDB), whose
     creators would deadlock on their inserts."""
-    if not enforced(limits):
+    if not limits:
         return
     with api.writer() as session:
         if session.scalar(sa.select(PROJECT.id).where(
@@ -51,31 +45,16 @@ def lock(session, project_id, limits):
     """The creating transaction's first statement: lock the project's
     row (ensure() added it). A locking read, so that MariaDB's snapshot
     (taken at the first plain read) comes after it."""
-    if enforced(limits):
+    if limits:
         session.scalar(sa.select(PROJECT.id).where(
             PROJECT.project_id == project_id).with_for_update())
 
 
-def check(session, project_id, limits, devices, windows, now, horizon):
-    """Refuse (403) a new lease of ``devices`` devices for ``windows``
-    that would take the project past a limit. Under lock()'s lock."""
-    limits = enforced(limits)
-    if not limits:
-        return
-    held_devices, held_hours = usage(session, project_id, now, horizon)
-    asked = {'devices': devices,
-             'device_hours': devices * _hours(windows, now, horizon)}
-    held = {'devices': held_devices, 'device_hours': held_hours}
-    for what, limit in sorted(limits.items()):
-        if held[what] + asked[what] > limit:
-            raise exception.LeaseLimitExceeded(
-                what=what, limit=limit, in_use=_shown(held[what]),
-                requested=_shown(asked[what]))
-
-
 def usage(session, project_id, now, horizon):
-    """(devices, device-hours) the project's active leases hold: two
-    queries whatever their number."""
+    """(devices, [(devices, start, end)] of the windows between ``now``
+    and ``horizon``) the project's active leases hold, None for the
+    windows when it has none: two queries whatever their number. The
+    conductor adds the hours up (conductor/lease_rules.py)."""
     counts = dict(session.execute(
         sa.select(LDEV.lease_id, sa.func.count())
         .join(LEASE, LEASE.id == LDEV.lease_id)
@@ -83,7 +62,7 @@ def usage(session, project_id, now, horizon):
                LEASE.state == states.LEASE_ACTIVE)
         .group_by(LDEV.lease_id)).all())
     if not counts:
-        return 0, 0.0
+        return 0, None
     live = [s for s in states.LEASE_WINDOW.states
             if s not in states.LEASE_WINDOW.terminal]
     rows = session.execute(
@@ -91,16 +70,5 @@ def usage(session, project_id, now, horizon):
         .where(WINDOW.lease_id.in_(list(counts)),
                WINDOW.state.in_(live), WINDOW.ends_at > now,
                WINDOW.starts_at < horizon)).all()
-    hours = sum(counts[r.lease_id] * _hours([(r.starts_at, r.ends_at)],
-                                            now, horizon) for r in rows)
-    return sum(counts.values()), hours
-
-
-def _hours(windows, now, horizon):
-    """Hours of ``windows`` between ``now`` and ``horizon``."""
-    return sum(max((min(e, horizon) - max(s, now)).total_seconds(), 0)
-               for s, e in windows) / HOUR
-
-
-def _shown(value):
-    return round(value, 1) if isinstance(value, float) else value
+    return sum(counts.values()), [
+        (counts[r.lease_id], r.starts_at, r.ends_at) for r in rows]

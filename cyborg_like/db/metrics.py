@@ -1,5 +1,5 @@
 """The fleet as Prometheus sees it: one snapshot in a constant number of
-bulk queries, whatever the number of devices (conductor/metrics.py turns
+bulk queries, whatever the number of devices (conductor/fleet_metrics.py turns
 it into series; docs/metrics.md).
 
 Which conductor exports the fleet is decided here too: the alive one that
@@ -33,16 +33,18 @@ def exporter(down_after):
             .order_by(cond.created_at, cond.id).limit(1))
 
 
-def snapshot(health_policy):
+def snapshot(breaker):
     """The fleet now, as plain dictionaries (eight queries);
-    ``health_policy``: the [health] options (the drain circuit breaker)."""
+    ``breaker``: the conductor's drain circuit breaker, which says what
+    the drains counted here mean (conductor/drain_breaker.py)."""
     with api.reader() as session:
         return {'devices': _devices(session),
                 'holders': _holders(session),
                 'hosts': _hosts(session),
                 'resource_classes': _resource_classes(session),
                 'operations': _operations(session),
-                'breaker': health.breaker_status(health_policy, session)}
+                'breaker': breaker.status(*health.drain_counts(
+                    breaker.window, session))}
 
 
 def _devices(session):

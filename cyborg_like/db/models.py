@@ -625,10 +625,14 @@ class Change(Base):
         sa.Index('changes_request_id_idx', 'request_id'),
         sa.Index('changes_created_at_idx', 'created_at'),
         sa.UniqueConstraint('uuid', name='uniq_changes0uuid'),
+        sa.UniqueConstraint('call_id', name='uniq_changes0call_id'),
     )
     id: orm.Mapped[int] = orm.mapped_column(primary_key=True)
     uuid: orm.Mapped[str] = orm.mapped_column(sa.String(36))
     request_id: orm.Mapped[str] = orm.mapped_column(sa.String(64))
+    # The RPC call's own id (common/rpc.py call_within), unique: a call
+    # the broker delivers twice writes once (db/change_recorder.py).
+    call_id: orm.Mapped[str | None] = orm.mapped_column(sa.String(36))
     method: orm.Mapped[str] = orm.mapped_column(sa.String(64))
     user_id: orm.Mapped[str | None] = orm.mapped_column(sa.String(64))
     project_id: orm.Mapped[str | None] = orm.mapped_column(sa.String(64))
@@ -636,6 +640,13 @@ class Change(Base):
     # the ids the call named and the uuids of the rows it created.
     written: orm.Mapped[str] = orm.mapped_column(sa.String(1024))
     target: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
+    # How many of the call's transactions committed: what a conductor
+    # whose COMMIT lost its connection reads back (db/api.py writer).
+    commits: orm.Mapped[int] = orm.mapped_column(
+        default=1, server_default='1')
+    # The call's answer as sent (JSON), for a caller whose answer the
+    # broker lost (conductor/rpcapi.py); None until the call returned.
+    reply: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
     created_at: orm.Mapped[datetime.datetime] = orm.mapped_column(
         sa.DateTime, default=utcnow)
 

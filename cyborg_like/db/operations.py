@@ -20,6 +20,12 @@ OP = models.Operation
 # Why the liveness sweep failed an operation whose conductor stopped (a
 # rollout starts such a target again: db/rollouts.py).
 INTERRUPTED = 'The operation was interrupted (its conductor stopped).'
+# Why a conductor failed an operation it had accepted but no job of its
+# carries any more (conductor/lost_work.py).
+LOST = ('The operation was interrupted (its conductor lost it to a '
+        'database or message bus error; its log says which).')
+# The failures a rollout begins its target again after.
+RESUMABLE = (INTERRUPTED, LOST)
 
 
 def add(session, type_, target_uuid, project_id, conductor_uuid=None,
@@ -47,8 +53,7 @@ def apply(uuid, event, detail=None, session=None, result=None):
     caller's transaction; ``result``: a JSON-able record of what the work
     found."""
     if session is None:
-        with api.writer() as session:
-            return apply(uuid, event, detail, session, result)
+        return _apply_alone(uuid, event, detail, result)
     machine = states.OPERATION
     values = {'state': machine.target(event), 'detail': detail}
     if result is not None:
@@ -59,6 +64,15 @@ def apply(uuid, event, detail=None, session=None, result=None):
         .values(**values)).rowcount == 1
 
 
+# Its own transaction: run again whole when it loses at COMMIT (Galera's
+# certification, docs/ha.md), never inside a caller's.
+@api.retry_on_deadlock
+def _apply_alone(uuid, event, detail, result):
+    with api.writer() as session:
+        return apply(uuid, event, detail, session, result)
+
+
+@api.retry_on_deadlock
 def fail_interrupted(conductor_down_after, host_down_after, older_than,
                      older_than_by_type=None):
     """Fail unfinished operations nobody will finish (see
@@ -84,28 +98,52 @@ def fail_interrupted(conductor_down_after, host_down_after, older_than,
         # conductor, so only its host going down or the age limit ends it.
         (sa.and_(OP.conductor_uuid.notin_(
             conductors.alive(conductor_down_after)),
-            sa.not_(sa.and_(
-                OP.type.in_(driver_families.OPERATION_TYPES),
-                OP.state.in_((states.RUNNING, states.CANCELLING))))),
+            sa.not_(_agents())),
          INTERRUPTED),
     ) + tuple(_too_old(older_than, older_than_by_type or {}))
-    machine = states.OPERATION
-    failed = []
     with api.writer() as session:
-        for condition, reason in causes:
-            uuids = session.scalars(sa.select(OP.uuid).where(
-                OP.state.in_(machine.sources(states.FAIL)), condition)
-                .with_for_update()).all()
-            if uuids:
-                session.execute(
-                    sa.update(OP).where(
-                        OP.uuid.in_(uuids),
-                        OP.state.in_(machine.sources(states.FAIL)))
-                    .values(state=machine.target(states.FAIL),
-                            detail=reason))
-                keep_drained(session, uuids, reason)
-                failed += uuids
-    return failed
+        return [uuid for condition, reason in causes
+                for uuid in _fail_where(session, condition, reason)]
+
+
+def _fail_where(session, condition, reason):
+    """Within the caller's transaction: fail the unfinished operations
+    matching ``condition`` with ``reason``; their uuids."""
+    machine = states.OPERATION
+    uuids = session.scalars(sa.select(OP.uuid).where(
+        OP.state.in_(machine.sources(states.FAIL)), condition)
+        .with_for_update()).all()
+    if uuids:
+        session.execute(
+            sa.update(OP).where(OP.uuid.in_(uuids),
+                                OP.state.in_(machine.sources(states.FAIL)))
+            .values(state=machine.target(states.FAIL), detail=reason))
+        keep_drained(session, uuids, reason)
+    return uuids
+
+
+def unfinished_of(conductor_uuid):
+    """The unfinished operations conductor ``conductor_uuid`` carries:
+    all but a driver operation whose playbook runs (the agent's, which
+    reports its end to any conductor)."""
+    with api.reader() as session:
+        return set(session.scalars(sa.select(OP.uuid).where(
+            OP.conductor_uuid == conductor_uuid,
+            OP.state.in_(states.UNFINISHED), sa.not_(_agents()))))
+
+
+def _agents():
+    return sa.and_(OP.type.in_(driver_families.OPERATION_TYPES),
+                   OP.state.in_((states.RUNNING, states.CANCELLING)))
+
+
+@api.retry_on_deadlock
+def fail_lost(uuids):
+    """Fail these operations (LOST), those still unfinished and not the
+    agent's; returns the uuids failed."""
+    with api.writer() as session:
+        return _fail_where(session, sa.and_(OP.uuid.in_(uuids),
+                                            sa.not_(_agents())), LOST)
 
 
 def _too_old(older_than, by_type):

@@ -6,10 +6,10 @@ conductor chose: ``start`` moves the ARQ to BindStarted with a fresh
 ``bind_attempt`` (as ``arqs.start_bind``), ``candidates`` lists, in a few
 bulk queries, the deployables that may serve it best first, and for each
 in turn ``aim`` points the attempt at it and ``arqs.allocate`` -- the Nova
-path, unchanged -- re-checks it under lock (``arqs._check_usable``) and
-takes a handle with its conditional update. A candidate lost to a
-concurrent binding fails that check and the next one is tried; the
-database decides, however many conductors pick at once.
+path, unchanged -- re-checks it under lock (the rules of
+common/admission.py) and takes a handle with its conditional update. A
+candidate lost to a concurrent binding fails that check and the next one
+is tried; the database decides, however many conductors pick at once.
 
 The Placement allocation a standalone binding claims is recorded on the
 ARQ (``placement_consumer``, ``placement_rp_uuid``) so that any conductor
@@ -23,10 +23,12 @@ import json
 from oslo_utils import uuidutils
 import sqlalchemy as sa
 
+from cyborg_like.common import admission
 from cyborg_like.common import exception
 from cyborg_like.common import states
 from cyborg_like.db import api
-from cyborg_like.db import arqs
+from cyborg_like.db import arq_handles
+from cyborg_like.db import arq_rows
 from cyborg_like.db import device_profiles
 from cyborg_like.db import hosts
 from cyborg_like.db import lease_windows
@@ -51,7 +53,7 @@ def start(uuid, instance_uuid, hostname=None, project_id=None,
         # A consumer gets its accelerators from Nova or from the
         # conductor, not both: Nova's own allocations would be mistaken
         # for ours. Only the caller's project's requests are looked at.
-        nova_bound = session.scalar(arqs._scoped(
+        nova_bound = session.scalar(arq_rows.scoped(
             sa.select(ARQ.uuid).where(ARQ.instance_uuid == instance_uuid,
                                       ARQ.uuid != uuid,
                                       ARQ.scheduled == sa.false()),
@@ -59,13 +61,13 @@ def start(uuid, instance_uuid, hostname=None, project_id=None,
         if nova_bound is not None:
             raise exception.InstanceAlreadyBound(instance=instance_uuid)
         attempt = uuidutils.generate_uuid()
-        arqs._transition(session, uuid, states.BIND, {
+        arq_rows.transition(session, uuid, states.BIND, {
             'hostname': hostname, 'device_rp_uuid': None,
             'instance_uuid': instance_uuid, 'state_reason': None,
             'bind_attempt': attempt, 'conductor_uuid': conductor_uuid,
             'scheduled': True}, project_id)
-        row = session.execute(arqs._select().where(ARQ.uuid == uuid)).one()
-        return attempt, arqs._row_to_dict(row)
+        row = session.execute(arq_rows.select().where(ARQ.uuid == uuid)).one()
+        return attempt, arq_rows.row_to_dict(row)
 
 
 def _usage(group_by, *joins):
@@ -94,7 +96,7 @@ def candidates(uuid, attempt, hostname, preferences, host_down_after):
     enabled and not drained, host up, a free handle), ordered by use for
     ``pack`` (fullest hosts, devices, deployables first) or ``spread``
     (emptiest first), and their attributes, matched against the group's
-    traits by the rule every binding applies (``arqs.unmet_by``).
+    traits by the rule every binding applies (``admission.unmet_by``).
     Deployables awaiting a release come last. ``arqs.allocate`` re-checks
     the one it takes under lock: this list may be stale by then.
     """
@@ -123,7 +125,8 @@ def candidates(uuid, attempt, hostname, preferences, host_down_after):
     numa = preferences.get('numa_node')
     return [{'id': r.id, 'uuid': r.uuid, 'rp_uuid': r.rp_uuid,
              'hostname': r.hostname, 'leased': bool(r.leased)} for r in rows
-            if arqs.unmet_by(r.uuid, attributes.get(r.id, []), group) is None
+            if admission.unmet_by(r.uuid, attributes.get(r.id, []),
+                                  group) is None
             and (numa is None or numa_node(r.std_board_info) == numa)]
 
 
@@ -216,14 +219,14 @@ def give_back(uuid, attempt, hostname=None):
     handle back and forget the candidate (``hostname``: the one the caller
     asked for). Returns the release jobs for the agent."""
     with api.writer() as session:
-        arq = arqs._attempt(session, uuid, attempt, states.FINISH)
-        held = arqs._handle_of(session, arq)
+        arq = arq_rows.attempt(session, uuid, attempt, states.FINISH)
+        held = arq_rows.handle_of(session, arq)
         arq.attach_handle_id = None
         arq.deployable_id = None
         arq.device_rp_uuid = None
         arq.hostname = hostname
-        return [dict(job, **arqs._whose(arq))
-                for job in arqs._free(session, held)]
+        return [dict(job, **arq_rows.whose(arq))
+                for job in arq_handles.free(session, held)]
 
 
 def standalone(uuids):
@@ -250,7 +253,7 @@ def claimed_consumers(uuids=None, instance_uuid=None, project_id=None):
     else:
         query = query.where(ARQ.instance_uuid == instance_uuid)
     with api.reader() as session:
-        return set(session.scalars(arqs._scoped(query, project_id)))
+        return set(session.scalars(arq_rows.scoped(query, project_id)))
 
 
 def stale(uuids=None):

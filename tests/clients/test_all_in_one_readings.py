@@ -23,7 +23,8 @@ START_TIMEOUT = 60
 STOP_TIMEOUT = 30
 GPU_READINGS = {'gpu_percent', 'memory_percent', 'memory_used_bytes',
                 'memory_total_bytes', 'temperature_c', 'power_w'}
-# Device series of the fleet, one per device or GPU (conductor/metrics.py).
+# Device series of the fleet, one per device or GPU
+# (conductor/fleet_metrics.py).
 DEVICE_SERIES = ('cyborg_like_device_temperature_celsius',
                  'cyborg_like_device_memory_used_bytes',
                  'DCGM_FI_DEV_GPU_UTIL', 'DCGM_FI_DEV_GPU_TEMP')

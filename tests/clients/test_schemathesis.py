@@ -33,8 +33,10 @@ import pytest
 CONFIG = os.path.join(os.path.dirname(__file__), 'schemathesis.toml')
 MAX_EXAMPLES = 25
 SEED = 20261123
-# A ceiling: about 210 s beside the other tests on a quiet machine.
-RUN_TIMEOUT = 840
+# A ceiling: about 210 s beside the other tests on a quiet machine (162 s
+# alone); past 840 s in a CI run at load 15 on 2 cores (docs/testing.md,
+# run 26), where the integration suite took 1.7 times its usual time.
+RUN_TIMEOUT = 1500
 CHECKS_OFF = ('negative_data_rejection', 'ignored_auth')
 
 

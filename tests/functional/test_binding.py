@@ -2,8 +2,10 @@
 hosts that stopped heartbeating (races for the last handle: on real
 databases, tests/integration/test_arq_races.py)."""
 
+import contextlib
 import datetime
 import json
+import threading
 
 import pytest
 import sqlalchemy as sa
@@ -102,30 +104,37 @@ def _age_arqs(cloud):
     ('dead', None, 'its conductor stopped'),
     ('alive', _stop_agent_and_age_host, 'went down while binding'),
     ('alive', _age_arqs, 'took more than'),
+    # Its live conductor's job lost (to a database error, say): found
+    # carried by no job at two sweeps running (conductor/lost_work.py).
+    ('alive, no job', lambda cloud: None, 'its conductor lost it'),
 ])
 def test_an_interrupted_binding_fails_and_frees_its_handle(
         cloud, owner, fault, reason):
     """A binding nobody will finish -- its conductor stopped heartbeating,
-    its host went down, or it outlived twice the agent timeout -- is
-    failed by any conductor's sweep, and its handle given back."""
+    its host went down, it outlived twice the agent timeout, or its live
+    conductor carries it in no job -- is failed by a conductor's sweep,
+    and its handle given back."""
     from cyborg_like.db import arqs
-    manager = cloud.services[0].manager
-    conductor = manager.conductor_uuid if owner == 'alive' \
-        else DEAD_CONDUCTOR
+    service = cloud.services[0]
+    conductor = DEAD_CONDUCTOR if owner == 'dead' \
+        else service.manager.conductor_uuid
     [arq] = _arqs(cloud, 1)
     t4 = _gpu_deployable(cloud, 'T4')
-    attempts = arqs.start_bind({arq: {
-        'hostname': cloud_module.HOST, 'device_rp_uuid': t4['rp_uuid'],
-        'instance_uuid': '60000000-0000-0000-0000-000000000001'}},
-        conductor_uuid=conductor)
-    arqs.allocate(arq, attempts[arq], host_down_after=60)  # handle taken
-    if fault is not None:
-        manager._fail_interrupted_work()       # nothing wrong yet
-        assert cloud.conductor_api.get_arq(ADMIN, arq)['state'] == \
-            states.BIND_STARTED
-        fault(cloud)
-    manager._fail_interrupted_work()
-    result = cloud.conductor_api.get_arq(ADMIN, arq)
+    with contextlib.ExitStack() as stack:
+        attempts = arqs.start_bind({arq: {
+            'hostname': cloud_module.HOST, 'device_rp_uuid': t4['rp_uuid'],
+            'instance_uuid': '60000000-0000-0000-0000-000000000001'}},
+            conductor_uuid=conductor)
+        if owner == 'alive':
+            stack.enter_context(_carried(service.workers, attempts[arq]))
+        arqs.allocate(arq, attempts[arq], host_down_after=60)
+        if fault is not None:
+            service.manager._fail_interrupted_work()   # nothing wrong yet
+            assert cloud.conductor_api.get_arq(ADMIN, arq)['state'] == \
+                states.BIND_STARTED
+            fault(cloud)
+        service.manager._fail_interrupted_work()
+        result = cloud.conductor_api.get_arq(ADMIN, arq)
     assert result['state'] == states.BIND_FAILED
     assert reason in result['state_reason']
     with db_api.reader() as session:
@@ -133,6 +142,19 @@ def test_an_interrupted_binding_fails_and_frees_its_handle(
             models.AttachHandle.in_use == sa.true())) == 0
     # The binding's own late steps change nothing now.
     assert arqs.finish_bind(arq, attempts[arq]) is False
+
+
+@contextlib.contextmanager
+def _carried(workers, key):
+    """A job of the conductor's ``workers`` carries ``key`` (a binding at
+    work) until the block ends."""
+    done = threading.Event()
+    with workers.reserve(1) as submit:
+        submit(done.wait, 60, carries=key)
+    try:
+        yield
+    finally:
+        done.set()
 
 
 def test_an_operation_whose_conductor_died_is_failed(cloud):

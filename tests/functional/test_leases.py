@@ -12,6 +12,7 @@ pass in a call.
 
 import contextlib
 import datetime
+import types
 import zoneinfo
 
 import pytest
@@ -20,10 +21,12 @@ from cyborg_like.api import policy as api_policy
 from cyborg_like.common import context
 from cyborg_like.common import states
 from cyborg_like.conductor import leases as lease_lib
+from cyborg_like.conductor import notifications
 from cyborg_like.conf import CONF
 from cyborg_like.db import hosts
 from tests import fake_nova
 from tests.functional import cloud as cloud_module
+from tests.functional import test_notifications as notices
 
 PATH = '/v2/leases'
 ARQS = '/v2/accelerator_requests'
@@ -306,6 +309,42 @@ def test_notice_then_unbind_at_the_end(cloud, t4_profile):
     assert shown['state'] == 'expired'
     assert [e for e, _ in notices.sent] == ['accelerator.lease.ending',
                                             'accelerator.lease.ended']
+
+
+def test_versioned_notifications_of_a_window_opened_and_closed(cloud):
+    sent = []
+    versioned = notifications.Notifier(
+        types.SimpleNamespace(notifications=types.SimpleNamespace(
+            notification_format='versioned',
+            versioned_notifications_topics=['versioned_notifications'])),
+        'accelerator.conductor.test', lambda conf, publisher_id,
+        topics=None: VersionedRecorder(sent))
+    clock = _Clock()
+    periodic = _periodic(cloud, clock, versioned)
+    start, end = _now_window(hours_after=2)
+    lease = _lease(cloud, devices=[_t4(cloud)], start=start, end=end)
+    periodic.run()
+    clock.now = datetime.datetime.fromisoformat(end) + \
+        datetime.timedelta(minutes=6)
+    periodic.run()
+    assert [event for event, _p, _payload in sent] == [
+        'lease.window.open', 'lease.window.close']
+    for event, priority, payload in sent:
+        window = notices.like_sample(event, priority, payload)
+        assert window == {'lease_uuid': lease['uuid'],
+                          'project_id': 'lessee',
+                          'starts_at': start + '+00:00',
+                          'ends_at': end + '+00:00'}
+
+
+class VersionedRecorder:
+    """Stands for oslo.messaging's Notifier of the versioned topics."""
+
+    def __init__(self, sent):
+        self.sent = sent
+
+    def info(self, context, event, payload):
+        self.sent.append((event, 'INFO', payload))
 
 
 def test_give_back_ends_the_lease_and_frees_the_device(cloud, t4_profile):

@@ -874,7 +874,7 @@ def test_the_lock_answer_of_a_binding_in_progress(cloud, monkeypatch):
     arq = call('post', '/v2/accelerator_requests', expect=201,
                body={'device_profile_name': 'openapi-423'}).json['arqs'][0]
     # Hold the binding in BindStarted: the conductor's worker is not run.
-    monkeypatch.setattr(cloud.services[0].manager, '_bind',
+    monkeypatch.setattr(cloud.services[0].manager.binding, '_bind',
                         lambda *args, **kwargs: None)
     instance = str(uuidlib.uuid4())
     deployables = call('get', '/v2/deployables?name=region0').json

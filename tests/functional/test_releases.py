@@ -12,6 +12,7 @@ from cyborg_like.common import exception
 from cyborg_like.common import states
 from cyborg_like.conf import CONF
 from cyborg_like.db import api as db_api
+from cyborg_like.db import arq_handles
 from cyborg_like.db import arqs
 from cyborg_like.db import models
 from tests import arq_world
@@ -62,9 +63,10 @@ def test_a_released_handle_waits_for_its_agent(world):
     # The region's other handle is free, but the region is being erased.
     assert world.bind(y, INSTANCE % 2) == states.FAIL
     assert 'being released' in arqs.get(y)['state_reason']
-    assert arqs.confirm_release(job['attach_handle']['uuid'], erased=True)
+    handle = job['attach_handle']['uuid']
+    assert arq_handles.confirm_release(handle, erased=True)
     assert _pending() == []
-    assert not arqs.confirm_release(job['attach_handle']['uuid'], True)
+    assert not arq_handles.confirm_release(handle, True)
     # The erase cleared the bitstream: the next binding must program.
     attempt = arqs.start_bind({z: world.fields(INSTANCE % 3)})[z]
     bound = arqs.allocate(z, attempt, arq_world.HOST_DOWN_AFTER)
@@ -80,7 +82,7 @@ def test_a_release_without_erase_keeps_the_bitstream(tmp_path):
         _set_bitstream('bs-kept')
         assert world.bind(x, INSTANCE % 4) == states.FINISH
         [job] = arqs.unbind([x])
-        arqs.confirm_release(job['attach_handle']['uuid'], erased=False)
+        arq_handles.confirm_release(job['attach_handle']['uuid'], erased=False)
         attempt = arqs.start_bind({y: world.fields(INSTANCE % 5)})[y]
         bound = arqs.allocate(y, attempt, arq_world.HOST_DOWN_AFTER)
         assert bound['current_bitstream_id'] == 'bs-kept'
@@ -159,7 +161,7 @@ def test_a_binding_waits_for_the_release_before_it(cloud, monkeypatch):
     cloud.wait_for(lambda: len(met) >= 3)
     assert cloud.conductor_api.get_arq(
         ADMIN, arq)['state'] == states.BIND_STARTED
-    assert arqs.confirm_release(pending, erased=True)
+    assert arq_handles.confirm_release(pending, erased=True)
     cloud.wait_for(lambda: cloud.conductor_api.get_arq(
         ADMIN, arq)['state'] == states.BOUND)
 

@@ -19,10 +19,15 @@ from cyborg_like.common import context
 from cyborg_like.common import exception
 from cyborg_like.conductor import metrics
 from cyborg_like.conf import CONF
+from cyborg_like.db import api as db_api
+from cyborg_like.db import operations
+from cyborg_like.db import rollout_targets
 from cyborg_like.drivers import base
 from cyborg_like.drivers import fake
+from tests import lost_commits
 from tests.functional import catalog_images
 from tests.functional import cloud as cloud_module
+from tests.functional import test_notifications as notices
 
 ADMIN = context.get_admin_context()
 HOSTS = [cloud_module.HOST] + ['compute-%d.example.org' % n
@@ -97,6 +102,9 @@ def cloud(tmp_path, monkeypatch):
         ('agent', 'heartbeat_interval'): 1,
         ('health', 'recovery_checks'): 1,
         ('oslo_messaging_notifications', 'driver'): ['test'],
+        # Today's notifications and the versioned ones (docs/
+        # notifications.md).
+        ('notifications', 'notification_format'): 'both',
         ('agent', 'image_cache_dir'): str(tmp_path / 'cache'),
         ('conductor', 'firmware_timeout'): 30,
         # Agents fetch catalog images (firmware) from the API over HTTP.
@@ -246,6 +254,48 @@ def test_rollout_goes_canary_then_waves_within_bounds(cloud):
                                key=lambda o: wave_of[o[0]])
         if wave_of[first[0]] < wave_of[second[0]]:
             assert first[2] <= second[1]
+
+
+def test_a_target_begun_in_a_lost_commit_is_begun_again(cloud,
+                                                       monkeypatch):
+    """The canary's begin is committed, but its COMMIT loses the
+    connection (a Galera writer killed: tests/cluster): the step sees an
+    error and hands the operation to no job. The conductor's sweep finds
+    it carried by nobody twice running and fails it as lost; the rollout
+    begins the target again and ends."""
+    lost, armed = [], threading.local()
+    real_begin = rollout_targets.begin
+
+    def begin(target_id, *args, **kwargs):
+        armed.on = not lost
+        lost.append(target_id)
+        try:
+            return real_begin(target_id, *args, **kwargs)
+        finally:
+            armed.on = False
+    lost_commits.install(db_api.get_engine(), monkeypatch,
+                         lambda: True if getattr(armed, 'on', False)
+                         else None)
+    monkeypatch.setattr(rollout_targets, 'begin', begin)
+    rollout = _create(cloud, {'canary': 1},
+                      selector={'hostnames': [cloud_module.HOST]})
+    cloud.wait_for(lambda: lost)
+    _a_whole_run(cloud)
+    [canary] = _targets(cloud, rollout['uuid'], '&wave=0')
+    assert canary['state'] == 'in_progress', canary
+    assert operations.get(canary['operation_uuid'])['state'] == 'pending'
+    sweep = cloud.services[0].manager.lost_operations.sweep
+    assert sweep() == []            # a suspect: handed over just now?
+    assert sweep() == [canary['operation_uuid']]
+    assert operations.get(canary['operation_uuid'])['detail'] == \
+        operations.LOST
+    done = _ended(cloud, rollout['uuid'])
+    assert done['state'] == 'succeeded', done
+    [canary] = _targets(cloud, rollout['uuid'], '&wave=0')
+    assert (canary['state'], canary['attempts'], canary['reason']) == (
+        'done', 2, rollout_targets.INTERRUPTED_AGAIN)
+    assert {r['bitstream_id'] for r in _regions(cloud).values()
+            if r['hostname'] == cloud_module.HOST} == {'bs-new'}
 
 
 def test_canary_failure_stops_and_rolls_back_the_canary(cloud):
@@ -524,6 +574,32 @@ def test_notifications_and_bad_requests(cloud):
     assert status == 409
     status, page = cloud.call('GET', '/v2/rollouts?state=succeeded')
     assert [r['uuid'] for r in page['rollouts']] == [rollout['uuid']]
+
+
+def test_versioned_notifications_of_each_wave(cloud):
+    from oslo_messaging.notify import _impl_test
+    _impl_test.reset()
+    rollout = _create(cloud, {'canary': 1, 'waves': ['100%']})
+    _ended(cloud, rollout['uuid'])
+    for event_type in ('rollout.wave.start', 'rollout.wave.end'):
+        waves = notices.told(cloud, event_type, 2)
+        assert [(w['rollout_uuid'], w['kind'], w['wave'], w['waves'])
+                for w in waves] == [(rollout['uuid'], 'bitstream', 0, 1),
+                                    (rollout['uuid'], 'bitstream', 1, 1)]
+    assert notices.sent('rollout.rolled_back') == []
+
+
+def test_a_versioned_notification_of_a_rollback(cloud):
+    from oslo_messaging.notify import _impl_test
+    _impl_test.reset()
+    FleetDriver.failing = {HOSTS[0]: 'bs-new'}
+    rollout = _create(cloud, {'canary': 1, 'waves': ['50%'],
+                              'failure_budget': 5})
+    assert _ended(cloud, rollout['uuid'])['state'] == 'failed'
+    [back] = notices.told(cloud, 'rollout.rolled_back')
+    assert (back['rollout_uuid'], back['state'], back['wave']) == (
+        rollout['uuid'], 'failed', 0)
+    assert back['reason'].startswith('The canary failed.')
 
 
 def _firmware_of(cloud):

@@ -196,9 +196,12 @@ compute_driver = fake.FakeDriverWithoutFakeNodes
 state_path = {state}
 my_ip = 127.0.0.1
 arq_binding_timeout = {ARQ_BINDING_TIMEOUT}
-# Periodic tasks and heartbeats of a test cloud: few and short.
+# Periodic tasks and heartbeats of a test cloud: few and short. A host
+# the tests stop is forced down (as an operator fences it), so nothing
+# waits for service_down_time; it is long enough that a busy CI machine
+# never makes a running nova-compute look down to the scheduler.
 report_interval = 2
-service_down_time = 8
+service_down_time = 60
 # A stopped service ends at once (oslo.service waits 60 s by default).
 graceful_shutdown_timeout = 1
 debug = true
@@ -351,6 +354,44 @@ lock_path = {os.path.join(state, 'locks')}
             return services and services[0]['state'] == state
         wait_for(check, timeout=timeout, message='nova-compute on %s never '
                  '%s' % (host, state))
+
+    def fence(self, host):
+        """Stop nova-compute of ``host`` and force it down, as an operator
+        does once the host is fenced, so that Nova evacuates its servers at
+        once (not after service_down_time)."""
+        self.services['nova-compute-' + host].stop()
+        self.request('PUT', '/os-services/%s' % self._service_id(host),
+                     {'forced_down': True}, expected=200)
+
+    def unfence(self, host):
+        """Start nova-compute of a fenced ``host`` and lift the forced down.
+        Nova lifts it only once the restarted service has completed the
+        host's evacuation records (a 400 until then)."""
+        start_all([self.services['nova-compute-' + host]])
+        path = '/os-services/%s' % self._service_id(host)
+        wait_for(lambda: self.request(
+            'PUT', path, {'forced_down': False}).status_code == 200,
+            timeout=START_TIMEOUT,
+            message='Nova never lifted the forced down of %s' % host)
+        self.wait_compute(host, 'up')
+
+    def _service_id(self, host):
+        [service] = self.request(
+            'GET', '/os-services?binary=nova-compute&host=%s' % host,
+            expected=200).json()['services']
+        return service['id']
+
+    def last_action(self, uuid):
+        """The server's newest instance action with its events (what
+        Nova did and why it failed), for a failing assertion's message."""
+        actions = self.request(
+            'GET', '/servers/%s/os-instance-actions' % uuid,
+            expected=200).json()['instanceActions']
+        newest = max(actions, key=lambda a: a['start_time'])
+        return self.request(
+            'GET', '/servers/%s/os-instance-actions/%s' % (
+                uuid, newest['request_id']),
+            expected=200).json()['instanceAction']
 
     def server(self, uuid):
         resp = self.request('GET', '/servers/%s' % uuid)

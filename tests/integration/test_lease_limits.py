@@ -15,11 +15,11 @@ import sqlalchemy as sa
 import yaml
 
 from cyborg_like.common import exception
+from cyborg_like.conductor import lease_steps as leases
 from cyborg_like.conf import CONF
 from cyborg_like.db import api as db_api
 from cyborg_like.db import hosts
 from cyborg_like.db import inventory
-from cyborg_like.db import leases
 from cyborg_like.db import models
 from cyborg_like.drivers import fake
 

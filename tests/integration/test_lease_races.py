@@ -14,10 +14,10 @@ import sqlalchemy as sa
 
 from cyborg_like.common import exception
 from cyborg_like.common import states
+from cyborg_like.conductor import lease_steps as leases
 from cyborg_like.db import api as db_api
 from cyborg_like.db import arqs
 from cyborg_like.db import hosts
-from cyborg_like.db import leases
 from cyborg_like.db import models
 
 

@@ -68,14 +68,20 @@ def cloud(keystone_cloud, glance_cloud, tmp_path_factory):
 
 
 @pytest.fixture(autouse=True)
-def _logs_on_failure(request, cloud):
-    """Every Nova and cyborg_like log tail on stderr (shown in the report)
-    when the test failed."""
+def _after_a_failure(request, cloud):
+    """When the test failed: every Nova and cyborg_like log tail on stderr
+    (shown in the report), and the servers it left deleted, so that the
+    next tests' consistency checks judge their own flows, not its leftovers.
+    """
     failed = request.session.testsfailed
     yield
     if request.session.testsfailed > failed:
         for name, text in cloud.logs().items():
             sys.stderr.write('----- %s\n%s\n' % (name, text))
+        for server in cloud.nova.servers():
+            cloud.nova.request('DELETE', '/servers/%s' % server['id'])
+        for server in cloud.nova.servers():
+            cloud.nova.wait_gone(server['id'])
 
 
 def _flavor(nova, profile):
@@ -233,17 +239,16 @@ def test_evacuate_to_the_other_host(cloud):
     before = _arqs(cloud, server, 1)
     source = server['OS-EXT-SRV-ATTR:host']
     [target] = [h for h in cloud.hosts if h != source]
-    compute = cloud.nova.services['nova-compute-' + source]
-    compute.stop()
+    cloud.nova.fence(source)
     try:
-        cloud.nova.wait_compute(source, 'down')
         cloud.nova.action(server['id'], {'evacuate': {}}, expected=200)
         server = cloud.nova.wait_server(server['id'], ('ACTIVE',))
-        assert server['OS-EXT-SRV-ATTR:host'] == target
+        assert server['OS-EXT-SRV-ATTR:host'] == target, (
+            cloud.nova.last_action(server['id']))
         after = _arqs(cloud, server, 1)
         assert set(after).isdisjoint(before)
     finally:
-        cloud.nova.start_compute(source)
+        cloud.nova.unfence(source)
     _delete(cloud, server)
 
 

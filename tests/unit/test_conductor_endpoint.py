@@ -5,6 +5,7 @@ import inspect
 import pytest
 
 from cyborg_like.common import context
+from cyborg_like.conductor import binding
 from cyborg_like.conductor import manager
 from cyborg_like.conductor import rpcapi
 
@@ -67,7 +68,7 @@ def test_the_client_and_the_endpoint_agree(recording):
 
 
 def test_a_region_holding_the_bitstream_is_not_programmed_again():
-    same = manager._same_bitstream
+    same = binding._same_bitstream
     uuid = '9346116d-a52d-5ca8-b06a-a89a2a2f4a1f'
     assert same(uuid, uuid.upper())
     assert same(uuid.replace('-', ''), uuid)

@@ -7,6 +7,7 @@ import types
 import pytest
 import sqlalchemy as sa
 
+from cyborg_like.conductor import drain_breaker
 from cyborg_like.db import api as db_api
 from cyborg_like.db import devices
 from cyborg_like.db import health
@@ -18,6 +19,12 @@ from tests.unit.test_db_inventory import _beat
 from tests.unit.test_db_inventory import _gpu
 from tests.unit.test_db_inventory import _reading
 from tests.unit.test_db_inventory import count_queries
+
+
+def _status(policy):
+    """The breaker as the fleet metrics report it."""
+    return drain_breaker.DrainBreaker(policy).status(
+        *health.drain_counts(policy.breaker_window))
 
 
 def _policy(**overrides):
@@ -46,7 +53,7 @@ def _state(host, n):
 
 def _ingest(readings_by_host, policy=None, when=None):
     return heartbeats.ingest(_beats(readings_by_host, when), 60,
-                             policy or _policy())
+                             drain_breaker.DrainBreaker(policy or _policy()))
 
 
 def test_unhealthy_reading_drains_and_healthy_ones_return_it(migrated_db):
@@ -93,7 +100,7 @@ def test_breaker_per_host_flags_past_its_limit(migrated_db):
     assert sorted((m.hostname, m.event) for m in moves) == [
         ('h0', 'drain'), ('h0', 'drain'), ('h0', 'flag'), ('h0', 'flag'),
         ('h1', 'drain')]
-    status = health.breaker_status(policy)
+    status = _status(policy)
     assert (status['drains'], status['open']) == (3, False)
     assert status['hosts'] == {'h0': {'drains': 2, 'open': True},
                                'h1': {'drains': 1, 'open': False}}
@@ -107,7 +114,7 @@ def test_a_fleet_wide_false_alarm_drains_only_the_budget(migrated_db):
     moves = _ingest(storm, policy).moves
     events = [m.event for m in moves]
     assert (events.count('drain'), events.count('flag')) == (5, 25)
-    assert health.breaker_status(policy)['open'] is True
+    assert _status(policy)['open'] is True
     # Flagged devices stay bindable: only the drained are reserved.
     with db_api.reader() as session:
         drained = session.scalar(sa.select(sa.func.count()).where(
@@ -126,7 +133,7 @@ def test_breaker_closes_after_its_window(migrated_db):
     # still unhealthy is drained at its next reading.
     with db_api.writer() as session:
         session.execute(sa.update(models.HealthDrain).values(drained_at=old))
-    assert health.breaker_status(policy)['open'] is False
+    assert _status(policy)['open'] is False
     moves = _ingest({'h0': [_reading(1, healthy=False),
                             _reading(2, healthy=False)]}, policy).moves
     assert [(m.event, m.state) for m in moves] == [('drain', 'drained')]
@@ -138,7 +145,7 @@ def test_without_auto_drain_unhealthy_devices_are_flagged(migrated_db):
     policy = _policy(auto_drain=False)
     moves = _ingest({'h0': [_reading(1, healthy=False)]}, policy).moves
     assert [(m.event, m.state) for m in moves] == [('flag', 'flagged')]
-    assert health.breaker_status(policy)['drains'] == 0
+    assert _status(policy)['drains'] == 0
     for _ in range(3):
         moves = _ingest({'h0': [_reading(1)]}, policy).moves
     assert [m.event for m in moves] == ['recover']
@@ -152,7 +159,8 @@ def test_a_storm_costs_the_same_queries_whatever_its_size(migrated_db,
                                 _reading(2, healthy=False)]
                     for h in range(hosts_count)})
     with count_queries() as queries:
-        heartbeats.ingest(storm, 60, _policy(max_drains=3))
+        heartbeats.ingest(storm, 60,
+                          drain_breaker.DrainBreaker(_policy(max_drains=3)))
     # The heartbeat statements (12 at most, with the generations of
     # devices and ARQs, and the health columns written apart from the
     # readings), then: lock the candidates, forget old drains, count

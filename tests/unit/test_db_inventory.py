@@ -8,6 +8,7 @@ import sqlalchemy as sa
 
 from cyborg_like.common import exception
 from cyborg_like.common import inventory as wire
+from cyborg_like.conductor import drain_breaker
 from cyborg_like.db import api as db_api
 from cyborg_like.db import deployables
 from cyborg_like.db import devices
@@ -123,7 +124,8 @@ def test_failure_mid_reconcile_leaves_no_half_state(migrated_db):
 
 
 def _ingest(beats, retention):
-    return heartbeats.ingest(beats, retention, HEALTH)
+    return heartbeats.ingest(beats, retention,
+                             drain_breaker.DrainBreaker(HEALTH))
 
 
 def _beat(host, health=(), when=None):

@@ -9,21 +9,13 @@ import sqlalchemy as sa
 from cyborg_like.common import context
 from cyborg_like.common import deadlines
 from cyborg_like.common import exception
-from cyborg_like.conf import CONF
 from cyborg_like.db import api as db_api
-from cyborg_like.db import migration
 from cyborg_like.db import models
 
 
 @pytest.fixture
-def database(tmp_path):
-    CONF.set_override('connection', 'sqlite:///%s/db.sqlite' % tmp_path,
-                      group='database')
-    db_api.dispose()
-    migration.upgrade()
-    yield
-    db_api.dispose()
-    CONF.clear_override('connection', group='database')
+def database(migrated_db):
+    return migrated_db
 
 
 def _add_host(name, work=lambda: None):

@@ -8,6 +8,7 @@ import pytest
 import sqlalchemy as sa
 
 from cyborg_like.common import inventory as wire
+from cyborg_like.conductor import drain_breaker
 from cyborg_like.db import api as db_api
 from cyborg_like.db import arqs
 from cyborg_like.db import attributes
@@ -91,7 +92,8 @@ def _ingest(healthy, utilization, policy=HEALTH):
                'utilization': {'gpu': utilization}}
     heartbeats.ingest([{'host': 'h1', 'agent_version': '1.0',
                         'inventory_hash': None, 'health': [reading],
-                        'received_at': hosts.utcnow()}], 10, policy)
+                        'received_at': hosts.utcnow()}], 10,
+                      drain_breaker.DrainBreaker(policy))
 
 
 def _served(uuid):

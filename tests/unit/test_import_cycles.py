@@ -130,9 +130,16 @@ def test_no_import_cycle_among_cyborg_like_modules():
 def test_the_graph_holds_the_imports_of_the_db_layer():
     graph = _project_graph()
     # The cross-cutting pieces are imported by the feature modules ...
-    assert {'cyborg_like.db.host_changes', 'cyborg_like.db.lease_windows',
+    assert {'cyborg_like.db.arq_handles', 'cyborg_like.db.arq_rows',
+            'cyborg_like.db.lease_windows',
             'cyborg_like.db.api'} <= graph['cyborg_like.db.arqs']
-    assert 'cyborg_like.db.arqs' in graph['cyborg_like.db.leases']
+    assert 'cyborg_like.db.host_changes' in graph[
+        'cyborg_like.db.arq_handles']
+    # The admission rules are common/'s, applied by binds, scheduling and
+    # leases alike.
+    for module in ('arqs', 'scheduling', 'leases'):
+        assert 'cyborg_like.common.admission' in graph[
+            'cyborg_like.db.' + module]
     assert 'cyborg_like.db.change_recorder' in graph['cyborg_like.db.api']
     # ... and import nothing of the package but the models (and common/).
     assert graph['cyborg_like.db.host_changes'] == {'cyborg_like.db.models'}
@@ -140,7 +147,7 @@ def test_the_graph_holds_the_imports_of_the_db_layer():
         'cyborg_like.db.models', 'cyborg_like.common.states'}
     assert graph['cyborg_like.db.change_recorder'] == {
         'cyborg_like.db.models', 'cyborg_like.db.generations',
-        'cyborg_like.common.deadlines'}
+        'cyborg_like.common.deadlines', 'cyborg_like.common.exception'}
 
 
 def _package(root, files):

@@ -10,9 +10,10 @@ import sqlalchemy as sa
 from cyborg_like.common import exception
 from cyborg_like.common import recurrence
 from cyborg_like.common import states
+from cyborg_like.conductor import lease_rules
+from cyborg_like.conductor import lease_steps as leases
 from cyborg_like.db import api as db_api
 from cyborg_like.db import hosts
-from cyborg_like.db import leases
 from cyborg_like.db import models
 from tests.unit.test_db_inventory import _apply
 from tests.unit.test_db_inventory import _gpu
@@ -118,7 +119,7 @@ GRACE = datetime.timedelta(minutes=5)
 def test_the_overlap_check_merges_sorted_windows(taken, expected):
     mine = [(D(2027, 1, 1, 10), D(2027, 1, 1, 11)),
             (D(2027, 1, 2, 10), D(2027, 1, 2, 11))]
-    clash = leases._clash(taken, mine, GRACE)
+    clash = lease_rules.clash(taken, mine, GRACE)
     assert (clash and clash[0]) == expected
 
 

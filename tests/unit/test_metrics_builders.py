@@ -8,6 +8,8 @@ import types
 import pytest
 import sqlalchemy as sa
 
+from cyborg_like.conductor import drain_breaker
+from cyborg_like.conductor import fleet_metrics
 from cyborg_like.conductor import metrics
 from cyborg_like.db import api as db_api
 from cyborg_like.db import metrics as db_metrics
@@ -18,6 +20,7 @@ NOW = datetime.datetime(2025, 1, 1, 12, 0, 0)
 HEALTH = types.SimpleNamespace(auto_drain=True, recovery_checks=3,
                                breaker_window=3600, max_drains_per_host=4,
                                max_drains=50)
+BREAKER = drain_breaker.DrainBreaker(HEALTH)
 GPU_UTIL = {'gpu_percent': 37, 'memory_percent': 12,
             'memory_used_bytes': 2 * 1048576 * 1024,
             'memory_total_bytes': 16 * 1048576 * 1024,
@@ -80,7 +83,7 @@ def _value(series, name, **labels):
 
 
 def test_snapshot_to_series():
-    series = _series(metrics.fleet_families(_snapshot(), NOW, 30))
+    series = _series(fleet_metrics.fleet_families(_snapshot(), NOW, 30))
     p = metrics.PREFIX
     assert _value(series, p + 'device_utilization_ratio',
                   device_uuid='u-a100') == pytest.approx(0.37)
@@ -95,7 +98,7 @@ def test_snapshot_to_series():
                 and ('device_uuid', 'u-t4') in k[1]]
     for uuid, state in (('u-a100', 'healthy'), ('u-t4', 'unhealthy'),
                         ('u-fpga', 'unknown')):
-        for other in metrics.HEALTH_STATES:
+        for other in fleet_metrics.HEALTH_STATES:
             assert _value(series, p + 'device_health', device_uuid=uuid,
                           state=other) == (1 if other == state else 0)
     assert _value(series, p + 'device_bound', device_uuid='u-a100') == 1
@@ -138,7 +141,7 @@ def test_snapshot_to_series():
 
 
 def test_dcgm_names_and_labels():
-    series = _series(metrics.fleet_families(_snapshot(), NOW, 30))
+    series = _series(fleet_metrics.fleet_families(_snapshot(), NOW, 30))
     labels = dict(gpu='0', UUID='u-a100', device='nvidia0',
                   modelName='A100', Hostname='h1',
                   pci_bus_id='00000000:AF:00.0', device_uuid='u-a100',
@@ -168,8 +171,8 @@ def test_the_oldest_alive_conductor_exports(migrated_db):
         _add_conductor(session, 'alive-old', now - 5 * minute, now)
         _add_conductor(session, 'alive-new', now - minute, now)
     assert db_metrics.exporter(15) == 'alive-old'
-    exporting = metrics.FleetCollector('alive-old', 0, 15, 30, HEALTH)
-    other = metrics.FleetCollector('alive-new', 0, 15, 30, HEALTH)
+    exporting = fleet_metrics.FleetCollector('alive-old', 0, 15, 30, BREAKER)
+    other = fleet_metrics.FleetCollector('alive-new', 0, 15, 30, BREAKER)
     assert len(exporting.collect()) > 1
     assert [(f.name, f.samples[0].value) for f in other.collect()] == [
         ('cyborg_like_fleet_exporter', 0)]
@@ -185,7 +188,7 @@ def test_fleet_cache_keeps_a_snapshot(migrated_db):
     now = db_metrics.utcnow()
     with db_api.writer() as session:
         _add_conductor(session, 'c1', now, now)
-    collector = metrics.FleetCollector('c1', 15, 15, 30, HEALTH,
+    collector = fleet_metrics.FleetCollector('c1', 15, 15, 30, BREAKER,
                                        clock=lambda: clock[0])
     with _statements() as seen:
         collector.collect()
@@ -272,7 +275,7 @@ def _fleet(first, last, profile_id=None):
 
 def _counted_snapshot(count):
     with _statements() as seen:
-        snap = db_metrics.snapshot(HEALTH)
+        snap = db_metrics.snapshot(BREAKER)
     assert len(snap['devices']) == count
     assert len(snap['holders']) == count // 2
     assert snap['resource_classes'] == {'PGPU': {
@@ -290,7 +293,7 @@ def test_snapshot_queries_do_not_grow_with_devices(migrated_db):
     assert with_20 == with_200 <= 8
     # The series of 200 devices come from that snapshot alone.
     with _statements() as seen:
-        families = metrics.fleet_families(db_metrics.snapshot(HEALTH),
+        families = fleet_metrics.fleet_families(db_metrics.snapshot(BREAKER),
                                           db_metrics.utcnow(), 30)
     assert len(seen) == with_200
     util = [f for f in families if f.name == 'DCGM_FI_DEV_GPU_UTIL'][0]
@@ -328,7 +331,7 @@ def test_every_drain_cause_is_counted(migrated_db):
         _operation(session, 'f4', 'firmware', 'enabled', 'failed')
         _device(session, 'driver', drained_by='op-d', drain_reason='why')
         _device(session, 'sick', service_state='drained')
-    devices = {d['uuid']: d for d in db_metrics.snapshot(HEALTH)['devices']}
+    devices = {d['uuid']: d for d in db_metrics.snapshot(BREAKER)['devices']}
     assert {uuid: (d['drained'], d['drain_causes'])
             for uuid, d in devices.items()} == {
         'flashing': (True, ['firmware']),
@@ -337,8 +340,8 @@ def test_every_drain_cause_is_counted(migrated_db):
         'enabled': (False, []),
         'driver': (True, ['driver_operation']),
         'sick': (True, ['health'])}
-    series = _series(metrics.fleet_families(
-        db_metrics.snapshot(HEALTH), NOW, 30))
+    series = _series(fleet_metrics.fleet_families(
+        db_metrics.snapshot(BREAKER), NOW, 30))
     assert _value(series, metrics.PREFIX + 'device_drained',
                   device_uuid='flashing') == 1
     assert _value(series, metrics.PREFIX + 'device_drain_cause',

@@ -7,6 +7,7 @@ rollouts by exactly one conductor, and a step costing the same number of
 queries for 40 regions as for 400."""
 
 import datetime
+import functools
 import itertools
 
 import pytest
@@ -15,6 +16,7 @@ import sqlalchemy as sa
 from cyborg_like.common import exception
 from cyborg_like.common import inventory as wire
 from cyborg_like.common import states
+from cyborg_like.conductor import rollout_strategy
 from cyborg_like.conductor import rollouts as conductor_rollouts
 from cyborg_like.conductor import workqueue
 from cyborg_like.conf import CONF
@@ -23,12 +25,18 @@ from cyborg_like.db import conductors
 from cyborg_like.db import inventory
 from cyborg_like.db import models
 from cyborg_like.db import placement_sync
+from cyborg_like.db import rollout_kinds
+from cyborg_like.db import rollout_targets
 from cyborg_like.db import rollouts
 from tests.unit.test_db_inventory import count_queries
 
 ME = '00000000-0000-4000-8000-00000000c0d1'
 OTHER = '00000000-0000-4000-8000-00000000c0d2'
 NOW = datetime.datetime(2026, 11, 26, 4, 0, 0)
+# The database plans with the conductor's strategy rule, handed in.
+_plan = functools.partial(rollouts.plan, resolve=rollout_strategy.resolve)
+_db_create = functools.partial(rollouts.create,
+                               resolve=rollout_strategy.resolve)
 
 
 def _fleet(hosts, regions=2):
@@ -50,8 +58,8 @@ def _fleet(hosts, regions=2):
 
 
 def _create(strategy, owner=ME):
-    return rollouts.create({'kind': 'bitstream', 'image': 'bs-new',
-                            'strategy': strategy}, 'p1', owner, NOW)
+    return _db_create({'kind': 'bitstream', 'image': 'bs-new',
+                       'strategy': strategy}, 'p1', owner, NOW)
 
 
 def _targets(uuid):
@@ -60,8 +68,8 @@ def _targets(uuid):
 
 def test_waves_counts_and_percentages(migrated_db):
     _fleet(10)      # 20 regions
-    plan = rollouts.plan('bitstream', 'bs-new', {},
-                         {'canary': '5%', 'waves': [3, '50%']})
+    plan = _plan('bitstream', 'bs-new', {},
+                 {'canary': '5%', 'waves': [3, '50%']})
     # canary 1 (5% of 20), then 3, then waves of 10 (50%) for the 16 left.
     assert [(w['wave'], w['targets']) for w in plan['waves']] == \
         [(0, 1), (1, 3), (2, 10), (3, 6)]
@@ -76,11 +84,11 @@ def test_waves_counts_and_percentages(migrated_db):
 
 def test_selector_and_no_target(migrated_db):
     _fleet(3)
-    plan = rollouts.plan('bitstream', 'bs-new', {'hostnames': ['host-0001'],
-                          'deployable_names': ['region1']}, {})
+    plan = _plan('bitstream', 'bs-new', {'hostnames': ['host-0001'],
+                 'deployable_names': ['region1']}, {})
     assert plan['targets'] == 1
     with pytest.raises(exception.Invalid):
-        rollouts.create({'kind': 'bitstream', 'image': 'x', 'selector': {
+        _db_create({'kind': 'bitstream', 'image': 'x', 'selector': {
             'hostnames': ['nowhere']}}, 'p1', ME, NOW)
 
 
@@ -98,11 +106,11 @@ def _check_plans_of_every_kind(selector, cases):
             uuid=FIRMWARE_IMAGE, name='fw', kind='firmware',
             status=states.ACTIVE))
     image = {'bitstream': 'bs-new', 'firmware': FIRMWARE_IMAGE,
-             'driver': rollouts.driver_image('opae', '2.0')}
+             'driver': rollout_kinds.driver_image('opae', '2.0')}
     per_host = {'bitstream': 2, 'firmware': 1, 'driver': 1}
     for kind, (value, expected) in itertools.product(image, cases):
-        plan = rollouts.plan(kind, image[kind], {selector: value},
-                             {'canary': 0, 'waves': [100]})
+        plan = _plan(kind, image[kind], {selector: value},
+                     {'canary': 0, 'waves': [100]})
         assert plan['targets'] == per_host[kind] * len(expected), (kind,
                                                                   value)
         if expected:
@@ -127,7 +135,7 @@ def test_selected_by_placement_aggregate_for_every_kind(migrated_db):
                                   'host-0002', 'host-0003']),
         (['c0000000-0000-4000-8000-00000000000c'], [])))
     # With the other selectors; the targets written are those planned.
-    rollout = rollouts.create(
+    rollout = _db_create(
         {'kind': 'bitstream', 'image': 'bs-new', 'selector': {
             'aggregates': [AGG_B], 'deployable_names': ['region1']}},
         'p1', ME, NOW)
@@ -137,11 +145,11 @@ def test_selected_by_placement_aggregate_for_every_kind(migrated_db):
     assert rollout['selector'] == {'aggregates': [AGG_B],
                                    'deployable_names': ['region1']}
     with pytest.raises(exception.Invalid):
-        rollouts.create({'kind': 'driver',
-                         'image': rollouts.driver_image('opae', '2.0'),
-                         'selector': {'aggregates': [AGG_A],
-                                      'hostnames': ['host-0002']}},
-                        'p1', ME, NOW)
+        _db_create({'kind': 'driver',
+                    'image': rollout_kinds.driver_image('opae', '2.0'),
+                    'selector': {'aggregates': [AGG_A],
+                                 'hostnames': ['host-0002']}},
+                   'p1', ME, NOW)
 
 
 def test_selected_by_host_labels_for_every_kind(migrated_db):
@@ -189,8 +197,8 @@ def test_every_illegal_rollout_transition_is_refused(migrated_db):
 
 
 def _begin(target, conductor=ME):
-    return rollouts.begin(target['id'], 'bitstream', 'bs-new', 'p1',
-                          conductor, NOW)
+    return rollout_targets.begin(target['id'], 'bitstream', 'bs-new',
+                                 'p1', conductor, NOW)
 
 
 def test_a_target_begins_once_and_only_for_its_owner(migrated_db):
@@ -292,8 +300,8 @@ def _hosts(versions):
 
 
 def _driver_create(strategy, selector=None, owner=ME):
-    return rollouts.create(
-        {'kind': 'driver', 'image': rollouts.driver_image('opae', '2.0'),
+    return _db_create(
+        {'kind': 'driver', 'image': rollout_kinds.driver_image('opae', '2.0'),
          'selector': selector or {}, 'strategy': strategy}, 'p1', owner,
         NOW)
 
@@ -306,22 +314,22 @@ def test_driver_targets_are_hosts_in_waves(migrated_db):
                            wire.pci_address_info('0000:3b:00.0')},
         'deployables': []}], 'g')
     _hosts({'host-0000': '1.0', 'host-0001': '1.0', 'host-0002': '1.5'})
-    image = rollouts.driver_image('opae', '2.0')
+    image = rollout_kinds.driver_image('opae', '2.0')
     # Every host, or those with a device of the vendor, or of a type, or
     # at a version (null: none of the family).
-    assert rollouts.plan('driver', image, {}, {})['targets'] == 7
+    assert _plan('driver', image, {}, {})['targets'] == 7
     for selector, hosts in (
             ({'vendor': '0x8086'}, 6), ({'device_type': 'GPU'}, 1),
             ({'current_version': '1.0'}, 2),
             ({'current_version': None, 'device_type': 'FPGA'}, 3),
             ({'hostnames': ['host-0002', 'gpu-host'],
               'model': 'PAC N3000'}, 1)):
-        assert rollouts.plan('driver', image, selector, {})['targets'] == \
+        assert _plan('driver', image, selector, {})['targets'] == \
             hosts, selector
     with pytest.raises(exception.Invalid):
-        rollouts.plan('driver', image, {'deployable_names': ['region0']}, {})
+        _plan('driver', image, {'deployable_names': ['region0']}, {})
     with pytest.raises(exception.Invalid):
-        rollouts.plan('bitstream', 'bs-new', {'current_version': '1.0'}, {})
+        _plan('bitstream', 'bs-new', {'current_version': '1.0'}, {})
     rollout = _driver_create({'canary': 1, 'waves': [2, '50%']},
                              {'vendor': '0x8086'})
     assert (rollout['driver'], rollout['version'], rollout['waves']) == \
@@ -339,9 +347,9 @@ def test_a_driver_target_begins_a_driver_operation(migrated_db):
     conductors.beat(ME, 'c1')
     uuid = _driver_create({'waves': [1]})['uuid']
     first, second = _targets(uuid)
-    jobs = [rollouts.begin(t['id'], 'driver',
-                           rollouts.driver_image('opae', '2.0'), 'p1', ME,
-                           NOW) for t in (first, second)]
+    jobs = [rollout_targets.begin(t['id'], 'driver',
+                                  rollout_kinds.driver_image('opae', '2.0'),
+                                  'p1', ME, NOW) for t in (first, second)]
     # An upgrade over the host's version, an install where it had none;
     # the last-known-good is the host's version before.
     assert [(j['action'], j['hostname'], j['parameters'], o['type'])
@@ -361,9 +369,9 @@ def test_a_driver_target_begins_a_driver_operation(migrated_db):
         session.execute(sa.update(models.Operation).values(
             state=states.SUCCEEDED))
         session.execute(sa.update(models.Device).values(drained_by=None))
-    rollouts.sync_operations(NOW)
+    rollout_targets.sync_operations(NOW)
     _set(uuid, state=states.ROLLING_BACK)
-    reverted = [rollouts.begin_revert(t['id'], 'driver', 'p1', ME, NOW)
+    reverted = [rollout_targets.begin_revert(t['id'], 'driver', 'p1', ME, NOW)
                 for t in shown]
     assert [(j['action'], j['parameters']) for j, _o in reverted] == [
         ('upgrade', {'version': '1.0'}), ('remove', {})]
@@ -380,8 +388,8 @@ def test_the_health_gate_of_hosts(migrated_db):
         session.execute(sa.update(models.Device).where(
             models.Device.hostname == 'host-0001').values(
             health='unhealthy'))
-    assert rollouts.gate(_rollout_id(uuid), 0, NOW,
-                         image=rollouts.driver_image('opae', '2.0')) == {
+    assert rollout_targets.gate(_rollout_id(uuid), 0, NOW, 'driver',
+                                rollout_kinds.driver_image('opae', '2.0')) == {
         'failed': 2, 'passed': 1}
     assert [(t['hostname'], t['state'], (t['reason'] or '')[:40])
             for t in _targets(uuid)] == [
@@ -404,12 +412,14 @@ def test_a_host_is_busy_while_a_workload_holds_a_device_of_the_family(
                     models.Deployable.device_id == device)))
             .values(in_use=True))
     rollout_id = _rollout_id(uuid)
-    found = {c.hostname: c.busy for c in rollouts.candidates(
-        rollout_id, 1, 10, True, image=rollouts.driver_image('opae', '2.0'))}
+    found = {c.hostname: c.busy for c in rollout_targets.candidates(
+        rollout_id, 1, 10, True, 'driver',
+        rollout_kinds.driver_image('opae', '2.0'))}
     assert found == {'host-0000': False, 'host-0001': True}
     # Not for another family: xrt drives none of these (Intel) FPGAs.
-    found = {c.hostname: c.busy for c in rollouts.candidates(
-        rollout_id, 1, 10, True, image=rollouts.driver_image('xrt', '2.0'))}
+    found = {c.hostname: c.busy for c in rollout_targets.candidates(
+        rollout_id, 1, 10, True, 'driver',
+        rollout_kinds.driver_image('xrt', '2.0'))}
     assert found == {'host-0000': False, 'host-0001': False}
 
 
@@ -471,11 +481,11 @@ def test_an_interrupted_target_is_begun_again_up_to_the_limit(migrated_db):
     region, card = _targets(uuid)
     _job, first = _begin(region)
     _interrupt(first['uuid'])
-    ended = rollouts.sync_operations(NOW, retries=1)
+    ended = rollout_targets.sync_operations(NOW, retries=1)
     assert ended[(states.IN_PROGRESS, states.RETRY)] == 1
     again = _target(uuid, region['id'])
     assert (again['state'], again['attempts'], again['reason']) == (
-        'pending', 1, rollouts.INTERRUPTED_AGAIN)
+        'pending', 1, rollout_targets.INTERRUPTED_AGAIN)
     # Whatever the region reads now, what it held before the first
     # attempt is what a rollback restores.
     with db_api.writer() as session:
@@ -486,11 +496,11 @@ def test_an_interrupted_target_is_begun_again_up_to_the_limit(migrated_db):
     assert (again['state'], again['attempts'], again['last_known_good'],
             again['operation_uuid'], again['reason']) == (
         'in_progress', 2, 'bs-old', second['uuid'],
-        rollouts.INTERRUPTED_AGAIN)
+        rollout_targets.INTERRUPTED_AGAIN)
     # Interrupted again: past the limit, it fails with its operation's
     # reason (and counts against the failure budget).
     _interrupt(second['uuid'])
-    rollouts.sync_operations(NOW, retries=1)
+    rollout_targets.sync_operations(NOW, retries=1)
     failed = _target(uuid, region['id'])
     assert (failed['state'], failed['attempts']) == ('failed', 2)
     assert 'its conductor stopped' in failed['reason']
@@ -502,7 +512,7 @@ def test_an_interrupted_target_is_begun_again_up_to_the_limit(migrated_db):
             target_kind='device'))
     _job, flash = _begin(card)
     _interrupt(flash['uuid'])
-    rollouts.sync_operations(NOW, retries=5)
+    rollout_targets.sync_operations(NOW, retries=5)
     assert _target(uuid, card['id'])['state'] == 'failed'
 
 
@@ -513,5 +523,5 @@ def test_interrupted_targets_fail_at_once_with_no_retries(migrated_db):
     region, _other = _targets(uuid)
     _job, operation = _begin(region)
     _interrupt(operation['uuid'])
-    rollouts.sync_operations(NOW, retries=0)
+    rollout_targets.sync_operations(NOW, retries=0)
     assert _target(uuid, region['id'])['state'] == 'failed'

@@ -78,10 +78,29 @@ def test_an_unanswered_write_fails_past_its_deadline_and_margin(
         api.create_arqs(context.get_admin_context(), 'profile', None)
     assert raised.value.unreachable
     assert 'create_arqs' in str(raised.value)
-    # Failed at once, told only at the deadline and the margin.
+    # Failed at once, told only at the deadline and the margin (and no
+    # change log asked: [api] lost_answer_timeout is 0 by default).
     [waited] = clock.slept
     assert waited == pytest.approx(TIMEOUT + CONF.rpc_commit_margin,
                                    abs=1.0)
+
+
+def test_a_cluster_asks_the_change_log_before_its_503(clock, monkeypatch):
+    """With [api] lost_answer_timeout set, the lost answer is asked for
+    (here the broker stays unreachable) until that time has passed."""
+    CONF.set_override('lost_answer_timeout', 10, group='api')
+    try:
+        _publish_fails(monkeypatch)
+        api = conductor_rpcapi.ConductorAPI(timeout=TIMEOUT,
+                                            settle_writes=True)
+        with pytest.raises(rpc.WriteNotDone):
+            api.create_arqs(context.get_admin_context(), 'profile', None)
+    finally:
+        CONF.clear_override('lost_answer_timeout', group='api')
+    waited, *asking = clock.slept
+    assert waited == pytest.approx(TIMEOUT + CONF.rpc_commit_margin,
+                                   abs=1.0)
+    assert sum(asking) == pytest.approx(10, abs=0.5)
 
 
 def test_an_unanswered_read_fails_at_once(clock, monkeypatch):
