@@ -119,9 +119,11 @@ class _Handler(json_http.QuietHandler):
             return self._answer(503, {'error': 'try later'})
         jsonschema.validate(body, NOVA_EVENTS_SCHEMA)
         # As Nova: 404 inside for an instance it does not find (deleted,
-        # or outside the caller's view), 207 when not every event was 200.
-        events = [dict(e, code=404 if self.server.servers.get(
-            e['server_uuid']) == 'DELETED' else 200) for e in body['events']]
+        # or outside the caller's view), 422 for one not on a host yet
+        # (being scheduled), 207 when not every event was 200.
+        codes = {'DELETED': 404, 'SCHEDULING': 422}
+        events = [dict(e, code=codes.get(self.server.servers.get(
+            e['server_uuid']), 200)) for e in body['events']]
         self._answer(200 if all(e['code'] == 200 for e in events) else 207,
                      {'events': events})
 

@@ -69,6 +69,15 @@ class NovaNotifier:
             microversion=MICROVERSION, raise_exc=True)
         codes = [answer.get('code') for answer
                  in response.json().get('events', [])]
+        if codes == [422]:
+            # The instance has no host yet (Nova's conductor binds before it
+            # hands the instance to a compute host): nova-compute reads the
+            # ARQs' state itself before it waits for events, so nothing is
+            # lost.
+            LOG.info('Nova took no event %s %s for ARQ %s of instance %s: '
+                     'the instance has no host yet (answered 422)', EVENT,
+                     event['status'], event['tag'], event['server_uuid'])
+            return False
         if codes != [200]:
             # 207 with 404 inside: Nova looked for the instance in the
             # caller's project only (a [nova] user without admin), or the

@@ -70,12 +70,16 @@ def test_nova_is_told_of_each_binding_that_ends(nova):
     assert events[bad]['status'] == 'failed'
 
 
-def test_an_event_nova_did_not_take_is_not_sent(nova):
+def test_an_event_nova_did_not_take_is_not_sent(nova, caplog):
     """Nova answers 207 with a 404 inside for an instance it does not
-    find (its [nova] user cannot see it): not told, and logged so."""
+    find (its [nova] user cannot see it): not told, and logged as an
+    error; with a 422 inside for one it has not put on a host yet: not
+    told either, but nova-compute reads the ARQ itself, so no error."""
     nova.transient_failures = 0
     gone = '40000000-0000-0000-0000-000000000003'
     nova.servers[gone] = 'DELETED'
+    scheduling = '40000000-0000-0000-0000-000000000005'
+    nova.servers[scheduling] = 'SCHEDULING'
     cloud = cloud_module.Cloud(overrides={
         ('nova', 'auth_type'): 'none',
         ('nova', 'endpoint_override'): 'http://127.0.0.1:%d'
@@ -85,10 +89,15 @@ def test_an_event_nova_did_not_take_is_not_sent(nova):
         assert notifier.binding_ended('a', gone, True) is False
         assert notifier.binding_ended(
             'b', '40000000-0000-0000-0000-000000000004', True) is True
+        assert notifier.binding_ended('c', scheduling, True) is False
     finally:
         cloud.stop()
     assert [body['events'][0]['tag'] for _, _, body in nova.calls] == [
-        'a', 'b']
+        'a', 'b', 'c']
+    errors = [r.getMessage() for r in caplog.records
+              if r.name == 'cyborg_like.conductor.nova'
+              and r.levelname == 'ERROR']
+    assert len(errors) == 1 and 'ARQ a of' in errors[0], errors
 
 
 def test_without_nova_configured_nothing_is_sent(cloud):

@@ -381,6 +381,24 @@ lock_path = {os.path.join(state, 'locks')}
             expected=200).json()['services']
         return service['id']
 
+    def wait_migration(self, uuid, kind, timeout=SERVER_TIMEOUT):
+        """Until the server's newest migration of ``kind`` (``evacuation``,
+        ``resize``...) has ended; returns it. A server is ACTIVE with no
+        task before an evacuation ends: the target compute moves
+        ``host`` to itself only after that (Nova's resource tracker,
+        finish_evacuation), so a test waits on the migration instead."""
+        ended = ('done', 'completed', 'failed', 'error')
+
+        def check():
+            migrations = self.request(
+                'GET', '/os-migrations?instance_uuid=%s&migration_type=%s'
+                % (uuid, kind), expected=200).json()['migrations']
+            newest = max(migrations, key=lambda m: m['created_at'],
+                         default=None)
+            return newest if newest and newest['status'] in ended else None
+        return wait_for(check, timeout, 'the %s of server %s never ended'
+                        % (kind, uuid), interval=0.5, stop_on=STOP_WAITING)
+
     def last_action(self, uuid):
         """The server's newest instance action with its events (what
         Nova did and why it failed), for a failing assertion's message."""

@@ -242,9 +242,11 @@ def test_evacuate_to_the_other_host(cloud):
     cloud.nova.fence(source)
     try:
         cloud.nova.action(server['id'], {'evacuate': {}}, expected=200)
+        migration = cloud.nova.wait_migration(server['id'], 'evacuation')
+        assert migration['status'] == 'done', (
+            migration, cloud.nova.last_action(server['id']))
         server = cloud.nova.wait_server(server['id'], ('ACTIVE',))
-        assert server['OS-EXT-SRV-ATTR:host'] == target, (
-            cloud.nova.last_action(server['id']))
+        assert server['OS-EXT-SRV-ATTR:host'] == target
         after = _arqs(cloud, server, 1)
         assert set(after).isdisjoint(before)
     finally:
