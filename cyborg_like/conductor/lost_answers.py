@@ -7,17 +7,23 @@ can give again, it gets that answer instead.
 
 An answer is made again only where it is the same as the one that was
 lost: calls that answer nothing (their HTTP answer is a 202 or a 204),
-and the ARQs a create made, read back by the uuids the change log names
-(all of them, else none).
+the ARQs a create made, read back by the uuids the change log names (all
+of them, else none), and a device profile made (never changed after).
+Leases and rollouts are not: their answer is their state at creation,
+which has moved on since.
 
 The same answers serve a call the broker delivered twice (``of_call``,
 asked by common/rpc.py DropsLateCalls): its second delivery is answered
 from the change log instead of carried out again.
 """
 
+from oslo_utils import uuidutils
+
+from cyborg_like.common import exception
 from cyborg_like.conductor import rpc_calls
 from cyborg_like.db import arqs
 from cyborg_like.db import changes
+from cyborg_like.db import device_profiles
 
 # Calls whose answer is nothing (manager.py: they return None).
 ANSWER_NOTHING = frozenset(('bind_arqs', 'unbind_arqs', 'delete_arqs'))
@@ -56,4 +62,18 @@ def again(method, target):
         made = arqs.list_arqs({'uuids': target}, None)
         if len(made) == len(target):
             return {'reply': made}
+    if method == 'create_device_profile':
+        return _profile_made(target)
     return {}
+
+
+def _profile_made(target):
+    """The profile a create made: its target names the profile's name
+    (and a posted uuid), then, last, the uuid of the row it inserted."""
+    if not target or not uuidutils.is_uuid_like(target[-1]):
+        return {}
+    try:
+        made = device_profiles.get(uuid=target[-1])
+    except exception.NotFound:
+        return {}       # deleted since: nothing to answer with
+    return {'reply': made} if made['name'] in target else {}

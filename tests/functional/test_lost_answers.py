@@ -4,6 +4,7 @@ change log, where the conductor kept its answer, once no conductor can
 carry it out any more; one that never reached a conductor is still the
 503 of issue 28. The settle wait is on the test's clock, not slept."""
 
+import datetime
 import time
 
 import oslo_messaging as messaging
@@ -11,7 +12,6 @@ import pytest
 import sqlalchemy as sa
 
 from cyborg_like.common import context
-from cyborg_like.common import exception
 from cyborg_like.common import rpc
 from cyborg_like.conductor import rpcapi
 from cyborg_like.db import api as db_api
@@ -128,15 +128,44 @@ def test_a_delete_done_but_not_kept_is_answered_again(cloud, profile,
     assert _arqs(cloud) == []
 
 
-def test_a_profile_done_but_not_kept_is_still_a_503(cloud, monkeypatch):
-    """A device profile's answer is not made again: the 503 stands (its
-    text sends the client to the change log, which names it)."""
+def test_a_profile_done_but_not_kept_is_answered_again(cloud, monkeypatch):
+    """A device profile never changes once made: its answer is read back
+    by the uuid the change log names, the same as the one lost."""
     _answers_lost(monkeypatch, delivered=True,
                   lost='create_device_profile', kept=False)
     api = rpcapi.ConductorAPI(timeout=5, settle_writes=True)
+    made = api.create_device_profile(context.get_admin_context(), 'p2',
+                                     [{'resources:FPGA': '1'}], None)
+    status, body = cloud.call('GET', '/v2/device_profiles')
+    assert [(p['uuid'], p['name']) for p in body['device_profiles']] == [
+        (made['uuid'], 'p2')], body
+    assert made == api.get_device_profile(context.get_admin_context(),
+                                          uuid=made['uuid'])
+
+
+def test_a_lease_done_but_not_kept_is_still_a_503(cloud, monkeypatch):
+    """A lease's answer is its state when made, moved on since: not made
+    again; the 503 stands (its text sends the client to the change log,
+    which names the lease)."""
+    device = cloud.list_devices()[0]['uuid']
+    start = datetime.datetime.utcnow() + datetime.timedelta(days=2)
+    _answers_lost(monkeypatch, delivered=True, lost='create_lease',
+                  kept=False)
+    api = rpcapi.ConductorAPI(timeout=5, settle_writes=True)
+    lessee = context.get_admin_context()
+    lessee.project_id = 'lessee'
     with pytest.raises(rpc.WriteNotDone):
-        api.create_device_profile(context.get_admin_context(), 'p2',
-                                  [{'resources:FPGA': '1'}], None)
+        api.create_lease(lessee, {
+            'devices': [device], 'timezone': 'UTC',
+            'start': start.replace(microsecond=0).isoformat(),
+            'end': (start + datetime.timedelta(hours=1)).replace(
+                microsecond=0).isoformat()})
+    status, body = cloud.call('GET', '/v2/leases')
+    [lease] = body['leases']
+    status, body = cloud.call('GET', '/v2/changes?target=%s'
+                              % lease['uuid'])
+    assert status == 200, body
+    assert [c['method'] for c in body['changes']] == ['create_lease'], body
 
 
 def _delivered_twice(monkeypatch, method):
@@ -178,9 +207,9 @@ def test_a_create_delivered_twice_makes_one_arq(cloud, profile,
 def test_a_profile_delivered_twice_is_made_once(cloud, monkeypatch, kept):
     """The second delivery is looked up before it runs: answered with the
     kept answer; with none kept (a conductor that keeps none, or died
-    before), refused (CallDoneBefore, a 503 naming the change log), and
-    nothing done either way (the profile's unique name would have made
-    it a 409)."""
+    before), answered with the profile read back (the same answer); and
+    nothing done again either way (the profile's unique name would have
+    made it a 409)."""
     answers = []
     real = rpc.call_reaching_broker
 
@@ -200,10 +229,7 @@ def test_a_profile_delivered_twice_is_made_once(cloud, monkeypatch, kept):
     api = rpcapi.ConductorAPI(timeout=5, settle_writes=True)
     api.create_device_profile(context.get_admin_context(), 'once',
                               [{'resources:FPGA': '1'}], None)
-    if kept:
-        assert answers[1] == answers[0]
-    else:
-        assert isinstance(answers[1], exception.CallDoneBefore), answers
+    assert answers[1] == answers[0]
     status, body = cloud.call('GET', '/v2/device_profiles')
     assert [p['name'] for p in body['device_profiles']] == ['once']
 
