@@ -112,22 +112,28 @@ def deployment(tmp_path_factory):
         yield dep
 
 
+def _bind_fpga_arq(dep, profile, deployable_name):
+    """An ARQ of a new one-FPGA ``profile``, bound as Nova binds it to
+    the deployable named so; returns (ARQ uuid, instance uuid)."""
+    rp_uuid = next(d['rp_uuid'] for d in dep.list_ok('deployables')
+                   if d['name'] == deployable_name)
+    dep.call('POST', '/v2/device_profiles', {
+        'name': profile, 'groups': [{'resources:FPGA': '1'}]}, 201)
+    arq = dep.call('POST', '/v2/accelerator_requests',
+                   {'device_profile_name': profile}, 201
+                   ).json()['arqs'][0]['uuid']
+    instance = str(uuid.uuid4())
+    dep.call('PATCH', '/v2/accelerator_requests', {arq: [
+        {'op': 'add', 'path': '/hostname', 'value': dep.host},
+        {'op': 'add', 'path': '/device_rp_uuid', 'value': rp_uuid},
+        {'op': 'add', 'path': '/instance_uuid', 'value': instance}]}, 202)
+    return arq, instance
+
+
 def test_a_binding_unbound_and_deleted(deployment):
     dep = deployment
     with consuming(dep.transport_url) as consumer:
-        rp_uuid = next(d['rp_uuid'] for d in dep.list_ok('deployables')
-                       if d['name'] == 'region1')
-        dep.call('POST', '/v2/device_profiles', {
-            'name': 'told', 'groups': [{'resources:FPGA': '1'}]}, 201)
-        arq = dep.call('POST', '/v2/accelerator_requests',
-                       {'device_profile_name': 'told'}, 201
-                       ).json()['arqs'][0]['uuid']
-        instance = str(uuid.uuid4())
-        dep.call('PATCH', '/v2/accelerator_requests', {arq: [
-            {'op': 'add', 'path': '/hostname', 'value': dep.host},
-            {'op': 'add', 'path': '/device_rp_uuid', 'value': rp_uuid},
-            {'op': 'add', 'path': '/instance_uuid', 'value': instance}]},
-            202)
+        arq, instance = _bind_fpga_arq(dep, 'told', 'region1')
         bound = consumer.one('accelerator_request.bound', uuid=arq)
         assert (bound['state'], bound['instance_uuid'],
                 bound['hostname']) == ('Bound', instance, dep.host)
@@ -146,19 +152,8 @@ def test_a_binding_unbound_and_deleted(deployment):
 def test_a_binding_that_fails(deployment):
     dep = deployment
     with consuming(dep.transport_url) as consumer:
-        gpu_rp = next(d['rp_uuid'] for d in dep.list_ok('deployables')
-                      if d['name'] == 'gpu0')
-        dep.call('POST', '/v2/device_profiles', {
-            'name': 'misplaced', 'groups': [{'resources:FPGA': '1'}]}, 201)
-        arq = dep.call('POST', '/v2/accelerator_requests',
-                       {'device_profile_name': 'misplaced'}, 201
-                       ).json()['arqs'][0]['uuid']
         # Nova names a GPU for an FPGA request: the binding fails.
-        dep.call('PATCH', '/v2/accelerator_requests', {arq: [
-            {'op': 'add', 'path': '/hostname', 'value': dep.host},
-            {'op': 'add', 'path': '/device_rp_uuid', 'value': gpu_rp},
-            {'op': 'add', 'path': '/instance_uuid',
-             'value': str(uuid.uuid4())}]}, 202)
+        arq, _ = _bind_fpga_arq(dep, 'misplaced', 'gpu0')
         failed = consumer.one('accelerator_request.bind_failed', uuid=arq)
         assert failed['state'] == 'BindFailed'
         assert 'not FPGA' in failed['state_reason']
