@@ -209,9 +209,12 @@ def test_an_overlapping_lease_is_refused_naming_the_holder_to_the_lessor(
         'end': day(3, '00:30'), 'timezone': 'Europe/Berlin'},
         headers=OTHER)
     assert status == 409, body
-    # Nobody has three GPUs.
-    status, body = cloud.call('POST', PATH, dict(
-        resource_class='PGPU', count=3, timezone='UTC', **_later()),
+    # Nobody has three GPUs: asked for on that week's Saturday noon, when
+    # no lease above holds one (a window from the clock, two days on,
+    # met the nights' lease on a Monday evening: CI run 29).
+    status, body = cloud.call('POST', PATH, {
+        'resource_class': 'PGPU', 'count': 3, 'start': day(5, '12:00'),
+        'end': day(5, '13:00'), 'timezone': 'Europe/Berlin'},
         headers=OTHER)
     assert status == 409 and 'accel.lease.no_devices' in \
         body['error_message'], body
