@@ -27,6 +27,9 @@ GALERA_PROXY_PORT = 3400
 DB_USER, DB_PASSWORD = 'cyborg', 'cyborg-cluster'
 # A node's start (and rejoin) waits for it, bounded here.
 SCRIPT_TIMEOUT = 180
+# A RabbitMQ node resuming on its own (paused, or booting after a heal),
+# before it is restarted instead.
+NODE_BOOT_TIMEOUT = 30
 
 # What the operator sets for the clusters, beside transport_url and
 # [database] connection (docs/ha.md).
@@ -101,13 +104,38 @@ class Clusters:
         """Every node up again (a failed test may have left one down, or
         cut off, or paused by pause_minority)."""
         self.rabbit('heal')
-        for node in RABBIT_PORTS:
-            if node not in self.rabbit_running():
-                self.rabbit('kill', node)       # paused: start it afresh
-                self.rabbit('revive', node)
+        booted = set()
+
+        def all_booted():
+            booted.clear()
+            booted.update(self.rabbit_running())
+            return booted == set(RABBIT_PORTS)
+        try:    # a node paused, or booting again after a heal, comes back
+            infra.wait_for(all_booted, timeout=NODE_BOOT_TIMEOUT, interval=1)
+        except infra.HarnessError:
+            pass
+        for node in sorted(set(RABBIT_PORTS) - booted):
+            self.rabbit('kill', node)       # still paused: start it afresh
+            self.rabbit('revive', node)
         for node in GALERA_PORTS:
             if 'Synced' not in self.galera_state(node):
                 self.galera('revive', node)
+
+    def rabbit_ctl(self, *args):
+        """rabbitmqctl ARGS through the first node that carries it out,
+        for what is the cluster's (a vhost, a permission), not a node's:
+        after a fault one node may still be paused or booting."""
+        def on_any_node():
+            errors = []
+            for node in RABBIT_PORTS:
+                try:
+                    self.rabbit('ctl', node, *args)
+                    return True
+                except infra.HarnessError as exc:
+                    errors.append(str(exc))
+            raise infra.HarnessError('\n'.join(errors))
+        infra.wait_for(on_any_node, timeout=SCRIPT_TIMEOUT, interval=1,
+                       message='rabbitmqctl %s on no node' % ' '.join(args))
 
     def rabbit_running(self):
         line = self.rabbit('status').strip()
@@ -125,15 +153,15 @@ class Clusters:
         """A transport_url listing the three nodes, on a vhost of its
         own."""
         name = infra.unique_name('vhost')
-        self.rabbit('ctl', 1, 'add_vhost', name)
+        self.rabbit_ctl('add_vhost', name)
         try:
-            self.rabbit('ctl', 1, 'set_permissions', '-p', name, 'guest',
-                        '.*', '.*', '.*')
+            self.rabbit_ctl('set_permissions', '-p', name, 'guest',
+                            '.*', '.*', '.*')
             yield 'rabbit://%s/%s' % (','.join(
                 'guest:guest@127.0.0.1:%d' % port
                 for port in RABBIT_PORTS.values()), name)
         finally:
-            self.rabbit('ctl', 1, 'delete_vhost', name)
+            self.rabbit_ctl('delete_vhost', name)
 
     @contextlib.contextmanager
     def database(self):

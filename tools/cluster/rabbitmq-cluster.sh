@@ -2,7 +2,7 @@
 # Three RabbitMQ nodes as one cluster on loopback, apart from the
 # machine's own broker (rabbit@localhost on 5672 stays untouched).
 #
-#   tools/cluster/rabbitmq-cluster.sh start|stop|status
+#   tools/cluster/rabbitmq-cluster.sh start|stop|status   # status: the nodes booted
 #   tools/cluster/rabbitmq-cluster.sh kill N     # SIGKILL node N (1-3)
 #   tools/cluster/rabbitmq-cluster.sh revive N   # start node N again; it rejoins
 #   tools/cluster/rabbitmq-cluster.sh urls       # the transport_url hosts
@@ -64,6 +64,13 @@ ctl() {
     local n=$1
     shift
     (node_env "$n" && "$RMQ/rabbitmqctl" -n "$(node_name "$n")" "$@")
+}
+
+ctl_within() {
+    # ctl, given up after $1 seconds (a node cut off may never answer).
+    local seconds=$1 n=$2
+    shift 2
+    (node_env "$n" && timeout "$seconds" "$RMQ/rabbitmqctl" -n "$(node_name "$n")" "$@")
 }
 
 write_config() {
@@ -138,8 +145,17 @@ stop() {
 }
 
 status() {
-    ctl 1 cluster_status --formatter json 2>/dev/null \
-        | python3 -c 'import json,sys; d=json.load(sys.stdin); print("running:", " ".join(sorted(d["running_nodes"])))'
+    # "running:" and the nodes booted (their rabbit app started, not
+    # paused by pause_minority), each asked itself: after a partition's
+    # heal, node 1's cluster view lists all three while its app may still
+    # be booting, and a node cut off sees only itself.
+    local n running=()
+    for n in $NODES; do
+        if [ "$(ctl_within 30 "$n" eval 'rabbit:is_booted().' 2>/dev/null)" = true ]; then
+            running+=("$(node_name "$n")")
+        fi
+    done
+    echo "running: ${running[*]}"
 }
 
 partition_rules() {
