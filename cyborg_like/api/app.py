@@ -264,7 +264,8 @@ def setup_app(conf, conductor_api=None, metrics_sources=()):
     """Build the API; ``rpc.init`` must have been called already.
     ``metrics_sources`` add series to GET /metrics (api/metrics.py)."""
     conductor_api = read_model.wrap(conductor_api or rpcapi.ConductorAPI(
-        timeout=conf.api.conductor_timeout, settle_writes=True), conf)
+        timeout=conf.api.conductor_timeout, settle_writes=True,
+        in_flight=metrics.RPC_CALLS_IN_FLIGHT), conf)
     app = pecan.make_app(
         root.RootController(),
         hooks=[hooks.ContextHook(conf.api.auth_strategy),

@@ -1,5 +1,5 @@
-"""GET /metrics of the API: request latency and requests in flight
-(docs/metrics.md).
+"""GET /metrics of the API: request latency, requests and calls to the
+conductors in flight (docs/metrics.md).
 
 Only these series, labelled by route *template* (as the OpenAPI document
 writes it: /v2/devices/{uuid}, never a raw path), method and status: no
@@ -40,6 +40,14 @@ IN_FLIGHT = prometheus_client.Gauge(
     'cyborg_like_api_requests_in_flight',
     'API requests being answered now.', multiprocess_mode='livesum',
     registry=REGISTRY)
+# 0 once the broker is back after an outage: nothing this API sent, or
+# went on trying to send after it answered 503, can reach a conductor any
+# more (docs/faults.md).
+RPC_CALLS_IN_FLIGHT = prometheus_client.Gauge(
+    'cyborg_like_api_rpc_calls_in_flight',
+    'Calls to the conductors still being sent or waited for, including '
+    'those whose request was already answered (a publish retrying while '
+    'the broker is away).', multiprocess_mode='livesum', registry=REGISTRY)
 
 
 @functools.cache

@@ -7,6 +7,7 @@ without a broker.
 """
 
 import concurrent.futures
+import contextlib
 import copy
 import inspect
 import threading
@@ -157,14 +158,16 @@ def get_client(target, version_cap=None):
 
 
 def get_server(target, endpoints, drop_late=False, keep_reply=None,
-               answer_again=None):
+               answer_again=None, watch=None):
     """An RPC server; with ``drop_late``, calls whose caller's deadline has
     passed before they start are dropped (see DropsLateCalls), and
     ``keep_reply(change_id, answer)`` keeps the answer of each call the
-    change log holds, ``answer_again`` answers a call delivered twice."""
+    change log holds, ``answer_again`` answers a call delivered twice,
+    ``watch`` counts the calls served and dropped."""
     assert TRANSPORT is not None, 'rpc.init() was not called'
     if drop_late:
-        endpoints = [DropsLateCalls(endpoint, keep_reply, answer_again)
+        endpoints = [DropsLateCalls(endpoint, keep_reply, answer_again,
+                                    watch)
                      for endpoint in endpoints]
     # The threading executor is oslo.messaging's default (and its future).
     return _stops_promptly(messaging.get_rpc_server(
@@ -257,7 +260,7 @@ class Calls:
 
 def call_within(client, context, method, timeout, version='1.0',
                 call_monitor_timeout=None, calls=None, settle=None,
-                **kwargs):
+                in_flight=None, **kwargs):
     """``client.call`` answered, or MessagingTimeout after ``timeout``
     seconds at the latest, publish retries included.
 
@@ -276,6 +279,10 @@ def call_within(client, context, method, timeout, version='1.0',
     deadline it did not (issue 28: a publish that failed after 19 s of
     30, whose message still reached the conductor in time and was
     carried out).
+
+    ``in_flight`` (a Gauge: ``inc``, ``dec``) counts the call until its
+    sending thread ends, which may be after its caller's answer: while the
+    publish retries, or the thread waits out a timeout.
     """
     if calls is not None and calls.abandoned:
         raise CallAbandoned('Stopping: %s not sent' % method)
@@ -289,6 +296,8 @@ def call_within(client, context, method, timeout, version='1.0',
     if deadline <= now or not _IN_FLIGHT.acquire(timeout=deadline - now):
         raise messaging.MessagingTimeout(
             'No time left to call %s' % method)
+    if in_flight is not None:
+        in_flight.inc()
     sent = copy.copy(context)
     sent.deadline = deadline
     # One id for the call, in each delivery of its message (a publish
@@ -310,6 +319,8 @@ def call_within(client, context, method, timeout, version='1.0',
             answer.set_exception(error)
         finally:
             _IN_FLIGHT.release()
+            if in_flight is not None:
+                in_flight.dec()
 
     threading.Thread(target=send, name='rpc-call-%s' % method,
                      daemon=True).start()
@@ -440,26 +451,45 @@ class DropsLateCalls:
     twice): None, not (or a read); else what to answer ({'reply':
     answer}), or {} to raise CallDoneBefore. Asked before the call runs
     where answers are kept, else once its write was refused.
+    ``watch``: ``serving(method)``, a context manager around each call
+    carried out, and ``dropped(method)``, told of each call dropped late
+    (conductor/metrics.py RpcCalls).
     """
 
-    def __init__(self, endpoint, keep_reply=None, answer_again=None):
+    def __init__(self, endpoint, keep_reply=None, answer_again=None,
+                 watch=None):
         self._endpoint = endpoint
         self._keep_reply = keep_reply
         self._answer_again = answer_again
+        self._watch = watch or _Unwatched()
 
     def __getattr__(self, name):
         attr = getattr(self._endpoint, name)
         if name.startswith('_') or not inspect.isroutine(attr):
             return attr
         return _checking_deadline(name, attr, self._keep_reply,
-                                  self._answer_again)
+                                  self._answer_again, self._watch)
 
 
-def _checking_deadline(name, method, keep_reply=None, answer_again=None):
+class _Unwatched:
+    serving = staticmethod(lambda method: contextlib.nullcontext())
+    dropped = staticmethod(lambda method: None)
+
+
+def _checking_deadline(name, method, keep_reply=None, answer_again=None,
+                       watch=_Unwatched()):
     @messaging.expected_exceptions(exception.RequestDeadlinePassed,
                                    exception.CallDoneBefore)
     def checked(ctxt, **kwargs):
-        _drop_if_late(name, ctxt)
+        with watch.serving(name):
+            return _checked(ctxt, **kwargs)
+
+    def _checked(ctxt, **kwargs):
+        try:
+            _drop_if_late(name, ctxt)
+        except exception.RequestDeadlinePassed:
+            watch.dropped(name)
+            raise
         call_id = getattr(ctxt, 'call_id', None)
         # Where answers are kept (a RabbitMQ cluster, where a node lost
         # delivers a call again), a call is looked up before it runs: one

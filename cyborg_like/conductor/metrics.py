@@ -49,6 +49,17 @@ OPERATIONS_FINISHED = prometheus_client.Counter(
     PREFIX + 'operations_finished', 'Operations this conductor finished, '
     'by type and outcome (succeeded, failed, cancelled).', ['type', 'outcome'],
     registry=PROCESS)
+# Together with the conductors' queue and the API's calls in flight: 0 of
+# each, and nothing sent before can still be carried out (docs/faults.md).
+RPC_IN_PROGRESS = prometheus_client.Gauge(
+    PREFIX + 'rpc_calls_in_progress', 'Calls from the API and the agents '
+    'this conductor is carrying out now, by method.', ['method'],
+    registry=PROCESS)
+RPC_DROPPED_LATE = prometheus_client.Counter(
+    PREFIX + 'rpc_calls_dropped_late', 'Calls this conductor dropped '
+    'unread because their caller had stopped waiting (answered 503: the '
+    'broker or the database was away), by method.', ['method'],
+    registry=PROCESS)
 SNAPSHOT = prometheus_client.Histogram(
     PREFIX + 'fleet_snapshot_duration_seconds', 'Time to take the fleet '
     'snapshot (the exporting conductor only).', buckets=_LATENCY_BUCKETS,
@@ -77,6 +88,19 @@ def bind_ended(accepted, succeeded):
     """A binding accepted at time.monotonic() ``accepted`` ended."""
     BIND.labels('bound' if succeeded else 'failed').observe(
         time.monotonic() - accepted)
+
+
+class RpcCalls:
+    """The calls this conductor serves, as common/rpc.py's DropsLateCalls
+    tells them."""
+
+    @staticmethod
+    def serving(method):
+        return RPC_IN_PROGRESS.labels(method).track_inprogress()
+
+    @staticmethod
+    def dropped(method):
+        RPC_DROPPED_LATE.labels(method).inc()
 
 
 def operation_finished(op_type, outcome):

@@ -102,11 +102,12 @@ class ConductorAPI:
     drops it once it has passed. ``call_monitor_timeout`` (seconds, >= 2)
     gives up sooner when no conductor shows signs of working on a call.
     ``abandon_calls`` (a stopping service) ends the waits of those calls
-    at once.
+    at once. ``in_flight``: a Gauge of the calls whose sending has not
+    ended (rpc.call_within).
     """
 
     def __init__(self, timeout=None, call_monitor_timeout=None,
-                 topic=TOPIC, settle_writes=False):
+                 topic=TOPIC, settle_writes=False, in_flight=None):
         # ``topic``: tests aim a real client at an endpoint of their own.
         target = messaging.Target(topic=topic, version=RPC_API_VERSION)
         version_cap = CONF.upgrade_levels.conductor or RPC_API_VERSION
@@ -117,6 +118,7 @@ class ConductorAPI:
         # The API's: a write that got no answer fails only once no
         # conductor can commit it any more (rpc.call_within's settle).
         self._settle = CONF.rpc_commit_margin if settle_writes else None
+        self._in_flight = in_flight
 
     def abandon_calls(self):
         """Stop waiting for answers: calls under way and made from now on
@@ -140,7 +142,7 @@ class ConductorAPI:
                 self._client, context, method, self._timeout,
                 version=version,
                 call_monitor_timeout=self._call_monitor_timeout,
-                calls=self._calls,
+                calls=self._calls, in_flight=self._in_flight,
                 settle=None if method in READS else self._settle, **kwargs)
         except rpc.WriteNotDone as failure:
             return self._answer_kept(context, method, failure)

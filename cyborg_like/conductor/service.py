@@ -12,6 +12,7 @@ from cyborg_like.conductor import heartbeats
 from cyborg_like.conductor import host_liveness
 from cyborg_like.conductor import lost_answers
 from cyborg_like.conductor import manager
+from cyborg_like.conductor import metrics
 from cyborg_like.conductor import metrics_server
 from cyborg_like.conductor import notifications
 from cyborg_like.conductor import own_beats
@@ -63,7 +64,7 @@ class ConductorService:
             target, [self.manager], drop_late=True,
             keep_reply=changes.keep_reply
             if conf.api.lost_answer_timeout else None,
-            answer_again=lost_answers.of_call)
+            answer_again=lost_answers.of_call, watch=metrics.RpcCalls)
         self.placement = placement.PlacementSync(conf)
         # After a database outage everybody looks down for a while.
         self.own_beats = own_beats.OwnBeats(

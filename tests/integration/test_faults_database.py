@@ -66,6 +66,8 @@ from .cuts import RETRY_AFTER
 from .cuts import recovery_seconds
 from .cuts import summary
 from .cuts import timed
+from .drained import conductor_metrics_config
+from .drained import wait_drained
 from .tcpproxy import TcpProxy
 
 # long: cuts of 12-30 s per case (tests/ordering.py starts it first).
@@ -76,7 +78,6 @@ IO_TIMEOUT = int(os.environ.get('CYBORG_LIKE_DB_IO_TIMEOUT', '4'))
 STRAND_POSTGRESQL = os.environ.get('CYBORG_LIKE_DB_STRAND') == '1'
 # A stranded pooled connection costs io_timeout before it is replaced.
 RECOVERY_BOUND = 20.0 + 2 * IO_TIMEOUT
-SETTLE_SECONDS = 5.0    # watching for late writes after recovery
 BIND_BOUND = 20.0       # an accepted bind is resolved within this
 BURST = 8
 # The conductor's RPC threads: a burst can hold them all, so a thread
@@ -101,13 +102,15 @@ def _deployment_behind_proxy(workdir, backend):
         extra = CONFIG + ('[DEFAULT]\nexecutor_thread_pool_size = %d\n'
                           '[database]\nio_timeout = %d\n'
                           % (WORKERS, IO_TIMEOUT))
+        metrics_config, metrics_url = conductor_metrics_config()
         dep = Deployment(backend, workdir, transport_url, proxied_url,
-                         extra_config=extra)
+                         extra_config=extra,
+                         service_config={'conductor': metrics_config})
         direct = sa.create_engine(direct_url, poolclass=sa.pool.NullPool)
         try:
             with started(dep, all_devices):
                 dep.wait_host_up()
-                yield dep, proxy, direct
+                yield dep, proxy, direct, metrics_url
         finally:
             direct.dispose()
 
@@ -237,7 +240,7 @@ def _strands(backend, mode):
                          ids=['%s-%s' % case for case in CASES])
 def test_database_cut(tmp_path, backend, mode):
     with _deployment_behind_proxy(str(tmp_path), backend) as (
-            dep, proxy, direct):
+            dep, proxy, direct, metrics_url):
         dep.call('POST', '/v2/device_profiles', {
             'name': PROFILE, 'groups': [{'resources:PGPU': '1'}]}, 201)
         [gpu] = dep.get('/v2/deployables?name=gpu0').json()['deployables']
@@ -321,12 +324,10 @@ def test_database_cut(tmp_path, backend, mode):
                     "extended_accelerator_requests WHERE uuid = '%s'" % fresh)
         assert state == 'Bound', (state, reason)
 
-        # Nothing written late for a caller answered 503.
-        settle_until = time.monotonic() + SETTLE_SECONDS
-        while time.monotonic() < settle_until:
-            _check_nothing_half_done(direct, created, refused,
-                                     refused_requests)
-            time.sleep(0.5)
+        # Nothing written late for a caller answered 503, once nothing
+        # sent during the cut can still be carried out.
+        wait_drained(dep, metrics_url, RECOVERY_BOUND)
+        _check_nothing_half_done(direct, created, refused, refused_requests)
         # No other kind of write was done: none could be while the
         # database was away, and none was written later.
         assert all(a['status'] == 503 for a in answers

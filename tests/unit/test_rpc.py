@@ -11,8 +11,10 @@ from cyborg_like.agent import rpcapi as agent_rpcapi
 from cyborg_like.common import context
 from cyborg_like.common import exception
 from cyborg_like.common import rpc
+from cyborg_like.conductor import metrics as conductor_metrics
 from cyborg_like.conductor import rpcapi as conductor_rpcapi
 from cyborg_like.conf import CONF
+from harness.infra import wait_for
 
 # Calls answered at once: a ceiling, for a busy machine (CI's load).
 TIMEOUT = 30
@@ -193,6 +195,72 @@ def test_a_call_whose_deadline_passed_is_dropped_by_a_conductor(serve):
         context.get_admin_context(), 'd2')
     cctxt.call(context.get_admin_context(), 'get_device', uuid='d3')
     assert [uuid for _, uuid in endpoint.calls] == ['d2', 'd3']
+
+
+def _in_progress(method):
+    return conductor_metrics.PROCESS.get_sample_value(
+        'cyborg_like_rpc_calls_in_progress', {'method': method}) or 0
+
+
+def _dropped(method):
+    return conductor_metrics.PROCESS.get_sample_value(
+        'cyborg_like_rpc_calls_dropped_late_total', {'method': method}) or 0
+
+
+def test_a_conductor_counts_the_calls_it_serves_and_drops(serve):
+    holder = Holder()
+    serve(holder, drop_late=True, watch=conductor_metrics.RpcCalls)
+    dropped = _dropped('get_device')
+    caller = threading.Thread(
+        target=conductor_rpcapi.ConductorAPI(timeout=TIMEOUT).get_device,
+        args=(context.get_admin_context(), 'held'))
+    caller.start()
+    try:
+        wait_for(lambda: _in_progress('get_device') == 1, timeout=TIMEOUT,
+                 message='the held call was not counted in progress')
+    finally:
+        holder.released.set()
+        caller.join(TIMEOUT)
+    assert _in_progress('get_device') == 0
+    late = context.RequestContext(request_id='req-late')
+    late.deadline = time.time() - 3
+    with pytest.raises(exception.RequestDeadlinePassed):
+        rpc.get_client(messaging.Target(
+            topic=conductor_rpcapi.TOPIC, version='1.0')).prepare(
+                timeout=TIMEOUT).call(late, 'get_device', uuid='d1')
+    assert _dropped('get_device') == dropped + 1
+    assert _in_progress('get_device') == 0
+
+
+class Tally:
+    """A gauge's inc and dec, with the most it counted at once."""
+
+    def __init__(self):
+        self.value = self.most = 0
+
+    def inc(self):
+        self.value += 1
+        self.most = max(self.most, self.value)
+
+    def dec(self):
+        self.value -= 1
+
+
+def test_a_call_is_in_flight_until_its_sending_ends(recorder):
+    in_flight = Tally()
+    conductor_rpcapi.ConductorAPI(timeout=TIMEOUT, in_flight=in_flight)\
+        .get_device(context.get_admin_context(), 'd1')
+    # The sending thread ends just after it handed the answer over.
+    wait_for(lambda: in_flight.value == 0, timeout=TIMEOUT,
+             message='the call stayed in flight')
+    assert in_flight.most == 1
+    # A call with no time left is not sent, nor counted.
+    ctxt = context.RequestContext()
+    ctxt.deadline = time.time() - 1
+    with pytest.raises(messaging.MessagingTimeout):
+        conductor_rpcapi.ConductorAPI(timeout=TIMEOUT, in_flight=in_flight)\
+            .get_device(ctxt, 'd2')
+    assert (in_flight.value, in_flight.most) == (0, 1)
 
 
 def test_the_wait_is_bounded_by_the_timeout(serve):
