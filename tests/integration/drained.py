@@ -58,12 +58,14 @@ def _zero_twice(what, count, timeout):
 
 
 def _series(url, name):
-    """The sum of the samples of gauge ``name`` at ``url``."""
+    """The sum of the samples of gauge ``name`` at ``url`` (which must
+    serve it: a name misspelt would read 0 for ever)."""
     text = requests.get(url, timeout=10).text
-    return sum(sample.value
-               for family in parser.text_string_to_metric_families(text)
-               if family.name == name
-               for sample in family.samples)
+    [family] = [family
+                for family in parser.text_string_to_metric_families(text)
+                if family.name == name] or [None]
+    assert family is not None, '%s does not serve %s' % (url, name)
+    return sum(sample.value for sample in family.samples)
 
 
 def _queued(dep):
