@@ -133,10 +133,15 @@ def test_sigkill_agent_mid_playbook(deployment):
     assert drained['drained_by'] == uuid
     assert 'went down' in drained['reason']
 
-    # Back, the agent does not return the GPU to service by itself.
-    dep.services['agent'].start()
+    # Back, the agent does not return the GPU to service by itself: not
+    # by its beats, nor by its first inventory report, once applied.
+    agent = dep.services['agent']
+    restarted_at = agent.log_size()
+    agent.start()
     dep.wait_host_up()
-    time.sleep(2)
+    wait_for(lambda: 'Reported ' in agent.read_log(restarted_at),
+             timeout=HOST_BOUND,
+             message='the agent reported no inventory after its restart')
     assert [d['drained_by'] for d in _host(dep)['drained_devices']] == [uuid]
     verified = _ended(dep, _start(dep, action='verify',
                                   family='nvidia')['uuid'])
