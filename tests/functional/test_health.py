@@ -1,5 +1,7 @@
 """Health from heartbeats: stored, shown, and keeping bad devices unbound."""
 
+import contextlib
+
 import webob
 
 from cyborg_like.common import context
@@ -116,19 +118,17 @@ def _notifications(event_type):
             if message['event_type'] == event_type]
 
 
-def test_a_failing_bound_device_is_drained_told_and_returned(monkeypatch):
+@contextlib.contextmanager
+def gpus_falling_sick(monkeypatch, overrides):
+    """A functional cloud whose fake GPUs are sick while their model is in
+    SwitchableGPUDriver.sick, with the A100 seen healthy, a profile 'gpu'
+    and two ARQs of it. Yields (cloud, the A100, its rp_uuid, the ARQs)."""
     from cyborg_like.conf import CONF
-    from oslo_messaging.notify import _impl_test
-    _impl_test.reset()
     SwitchableGPUDriver.sick = set()
     monkeypatch.setattr('cyborg_like.agent.resource_tracker.load_drivers',
                         lambda conf: {'fake': SwitchableGPUDriver(CONF)})
-    cloud = cloud_module.Cloud(overrides={
-        ('oslo_messaging_notifications', 'driver'): ['test'],
-        ('health', 'recovery_checks'): 2})
-    cloud.start()
+    cloud = cloud_module.Cloud(overrides=overrides).start()
     try:
-        tracker = cloud.services[1].tracker
         api = cloud.conductor_api
         a100 = next(d for d in cloud.list_devices() if d['model'] == 'A100')
         rp_uuid = next(d['rp_uuid'] for d in api.list_deployables(
@@ -136,14 +136,28 @@ def test_a_failing_bound_device_is_drained_told_and_returned(monkeypatch):
             if d['device_id'] == a100['id'])
         api.create_device_profile(ADMIN, 'gpu', [{'resources:PGPU': '1'}],
                                   None)
-        first, second = (api.create_arqs(ADMIN, 'gpu', None)[0]
-                         for _ in range(2))
-        instance = '30000000-0000-0000-0000-000000000002'
-        other = '30000000-0000-0000-0000-000000000003'
-        tracker.heartbeat()
+        arqs = [api.create_arqs(ADMIN, 'gpu', None)[0] for _ in range(2)]
+        cloud.services[1].tracker.heartbeat()
         cloud.wait_for(
             lambda: _get(cloud, '/v2/devices/%s/health' % a100['uuid'])[1]
             ['health'] == 'healthy')
+        yield cloud, a100, rp_uuid, arqs
+    finally:
+        cloud.stop()
+        SwitchableGPUDriver.sick = set()
+
+
+def test_a_failing_bound_device_is_drained_told_and_returned(monkeypatch):
+    from oslo_messaging.notify import _impl_test
+    _impl_test.reset()
+    with gpus_falling_sick(monkeypatch, {
+            ('oslo_messaging_notifications', 'driver'): ['test'],
+            ('health', 'recovery_checks'): 2}) as (
+                cloud, a100, rp_uuid, (first, second)):
+        tracker = cloud.services[1].tracker
+        api = cloud.conductor_api
+        instance = '30000000-0000-0000-0000-000000000002'
+        other = '30000000-0000-0000-0000-000000000003'
         _bind(cloud, first, rp_uuid, instance)
         status, shown = _get(cloud, '/v2/accelerator_requests/%s'
                              % first['uuid'])
@@ -196,8 +210,6 @@ def test_a_failing_bound_device_is_drained_told_and_returned(monkeypatch):
         api.unbind_arqs(ADMIN, [first['uuid'], second['uuid']])
         assert _bind(cloud, second, rp_uuid, other)['state'] == \
             states.BOUND
-    finally:
-        cloud.stop()
         SwitchableGPUDriver.sick = set()
 
 

@@ -62,29 +62,11 @@ def test_driver():
 
 def test_bindings_and_a_device_failing_and_recovering(monkeypatch,
                                                       test_driver):
-    from cyborg_like.conf import CONF
-    health.SwitchableGPUDriver.sick = set()
-    monkeypatch.setattr('cyborg_like.agent.resource_tracker.load_drivers',
-                        lambda conf: {'fake': health.SwitchableGPUDriver(
-                            CONF)})
-    cloud = cloud_module.Cloud(overrides={
-        **test_driver, ('health', 'recovery_checks'): 1}).start()
-    try:
+    with health.gpus_falling_sick(monkeypatch, {
+            **test_driver, ('health', 'recovery_checks'): 1}) as (
+                cloud, a100, rp_uuid, (first, second)):
         tracker, api = cloud.services[1].tracker, cloud.conductor_api
-        a100 = next(d for d in cloud.list_devices() if d['model'] == 'A100')
-        rp_uuid = next(d['rp_uuid'] for d in api.list_deployables(
-            ADMIN, {}, 10, None, 'created_at', 'asc')
-            if d['device_id'] == a100['id'])
-        api.create_device_profile(ADMIN, 'gpu', [{'resources:PGPU': '1'}],
-                                  None)
-        first, second = (api.create_arqs(ADMIN, 'gpu', None)[0]
-                         for _ in range(2))
         instance = '30000000-0000-0000-0000-000000000002'
-        tracker.heartbeat()
-        cloud.wait_for(lambda: health._get(
-            cloud, '/v2/devices/%s/health' % a100['uuid'])[1]['health']
-            == 'healthy')
-
         assert health._bind(cloud, first, rp_uuid, instance)['state'] == \
             states.BOUND
         [bound] = told(cloud, 'accelerator_request.bound')
@@ -119,9 +101,6 @@ def test_bindings_and_a_device_failing_and_recovering(monkeypatch,
         deleted = told(cloud, 'accelerator_request.deleted', 2)
         assert sorted(d['uuid'] for d in deleted) == sorted(
             [first['uuid'], second['uuid']])
-    finally:
-        cloud.stop()
-        health.SwitchableGPUDriver.sick = set()
 
 
 def test_an_operation_starts_and_ends(test_driver):
