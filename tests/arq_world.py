@@ -6,6 +6,7 @@ The devices come from the real fake driver and the real inventory
 reconcile, as an agent's report would bring them.
 """
 
+import contextlib
 import datetime
 import os
 
@@ -63,6 +64,17 @@ class World:
             self.rp_uuid = session.scalar(sa.select(models.Deployable.rp_uuid))
         device_profiles.create(PROFILE, [{'resources:FPGA': '1'}], None)
         return self
+
+    @classmethod
+    @contextlib.contextmanager
+    def on_sqlite(cls, workdir):
+        """A world of this class on a SQLite file in ``workdir``, stopped
+        at the end."""
+        world = cls().start('sqlite:///%s/db.sqlite' % workdir, str(workdir))
+        try:
+            yield world
+        finally:
+            world.stop()
 
     def stop(self):
         db_api.dispose()

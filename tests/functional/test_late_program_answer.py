@@ -18,10 +18,8 @@ from tests import arq_world
 
 @pytest.fixture
 def world(tmp_path):
-    world = arq_world.World().start('sqlite:///%s/db.sqlite' % tmp_path,
-                                    str(tmp_path))
-    yield world
-    world.stop()
+    with arq_world.World.on_sqlite(tmp_path) as world:
+        yield world
 
 
 def _region():

@@ -29,10 +29,8 @@ class ConfirmingWorld(arq_world.World):
 @pytest.fixture(params=[ConfirmingWorld, arq_world.World],
                 ids=['agent-1.1', 'agent-1.0'])
 def world(request, tmp_path):
-    world = request.param().start('sqlite:///%s/db.sqlite' % tmp_path,
-                                  str(tmp_path))
-    yield world
-    world.stop()
+    with request.param.on_sqlite(tmp_path) as world:
+        yield world
 
 
 def _pending():
@@ -75,9 +73,7 @@ def test_a_released_handle_waits_for_its_agent(world):
 
 
 def test_a_release_without_erase_keeps_the_bitstream(tmp_path):
-    world = ConfirmingWorld().start('sqlite:///%s/db.sqlite' % tmp_path,
-                                    str(tmp_path))
-    try:
+    with ConfirmingWorld.on_sqlite(tmp_path) as world:
         x, y = world.new_arq(), world.new_arq()
         _set_bitstream('bs-kept')
         assert world.bind(x, INSTANCE % 4) == states.FINISH
@@ -86,8 +82,6 @@ def test_a_release_without_erase_keeps_the_bitstream(tmp_path):
         attempt = arqs.start_bind({y: world.fields(INSTANCE % 5)})[y]
         bound = arqs.allocate(y, attempt, arq_world.HOST_DOWN_AFTER)
         assert bound['current_bitstream_id'] == 'bs-kept'
-    finally:
-        world.stop()
 
 
 def _fpga_region(cloud, name):

@@ -21,11 +21,9 @@ ATTEMPT = '00000000-0000-4000-8000-00000000a77e'
 
 @pytest.fixture(scope='module')
 def world(tmp_path_factory):
-    workdir = tmp_path_factory.mktemp('states')
-    world = arq_world.World().start('sqlite:///%s/db.sqlite' % workdir,
-                                    str(workdir))
-    yield world
-    world.stop()
+    with arq_world.World.on_sqlite(
+            tmp_path_factory.mktemp('states')) as world:
+        yield world
 
 
 def test_arq_machine_is_cyborgs():
