@@ -42,6 +42,7 @@ from cyborg_like.common import context as context_lib
 from cyborg_like.common import exception
 from cyborg_like.common import states
 from cyborg_like.conductor import lease_steps
+from cyborg_like.conductor import metrics
 from cyborg_like.conductor import notifications
 from cyborg_like.db import hosts
 
@@ -155,6 +156,7 @@ class Leases:
             LOG.info('Lease %s expired: no window left', uuid)
             self._notify(context, ENDED, {'lease_uuid': uuid,
                                           'state': states.EXPIRED})
+        metrics.lease_run()
 
     def _notice(self, context, notice):
         ends_at = notice['ends_at'].isoformat() + '+00:00'

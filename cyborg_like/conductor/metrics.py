@@ -124,6 +124,11 @@ ROLLOUT_RUNS = prometheus_client.Counter(
     'completed.', registry=PROCESS)
 
 
+LEASE_RUNS = prometheus_client.Counter(
+    PREFIX + 'lease_runs', 'Runs of the leases periodic this conductor '
+    'completed.', registry=PROCESS)
+
+
 def rollout_state(state):
     ROLLOUT_STATES.labels(state).inc()
 
@@ -140,3 +145,9 @@ def rollout_run():
     """A run of the rollouts periodic ended: a flat line is a stalled
     periodic; a test waits for the next run instead of sleeping."""
     ROLLOUT_RUNS.inc()
+
+
+def lease_run():
+    """A run of the leases periodic ended (conductor/leases.py): flat, it
+    is stuck; a test waits for runs instead of sleeping."""
+    LEASE_RUNS.inc()

@@ -37,11 +37,11 @@ def wait_drained(dep, conductor_metrics_url, timeout):
     """Wait (up to ``timeout`` seconds for each signal) until nothing sent
     to ``dep``'s conductor can still be carried out."""
     for what, count in (
-            ('API calls in flight', lambda: _series(
+            ('API calls in flight', lambda: series(
                 dep.api_url + '/metrics',
                 'cyborg_like_api_rpc_calls_in_flight')),
             ('messages in the conductors\' queue', lambda: _queued(dep)),
-            ('conductor calls in progress', lambda: _series(
+            ('conductor calls in progress', lambda: series(
                 conductor_metrics_url,
                 'cyborg_like_rpc_calls_in_progress'))):
         _zero_twice(what, count, timeout)
@@ -57,15 +57,18 @@ def _zero_twice(what, count, timeout):
              message=lambda: '%s never 0 (last: %s)' % (what, seen[-3:]))
 
 
-def _series(url, name):
-    """The sum of the samples of gauge ``name`` at ``url`` (which must
-    serve it: a name misspelt would read 0 for ever)."""
+def series(url, name):
+    """The sum of the samples of gauge or counter ``name`` (without
+    _total) at ``url``, which must serve it: a name misspelt would read 0
+    for ever."""
     text = requests.get(url, timeout=10).text
     [family] = [family
                 for family in parser.text_string_to_metric_families(text)
                 if family.name == name] or [None]
     assert family is not None, '%s does not serve %s' % (url, name)
-    return sum(sample.value for sample in family.samples)
+    # A counter's family also has its _created samples.
+    return sum(sample.value for sample in family.samples
+               if sample.name in (name, name + '_total'))
 
 
 def _queued(dep):

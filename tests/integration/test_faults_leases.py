@@ -19,6 +19,8 @@ import pytest
 import requests
 import sqlalchemy as sa
 
+from .drained import conductor_metrics_config
+from .drained import series
 from .infra import BACKENDS
 from .infra import JSON_HEADERS
 from .infra import LIVENESS
@@ -49,9 +51,13 @@ PREEMPT_LINE = 'its device is lent to another project'
 @pytest.fixture(scope='module', params=BACKENDS)
 def deployment(request, tmp_path_factory):
     workdir = str(tmp_path_factory.mktemp('leases-%s' % request.param))
+    own = {name: conductor_metrics_config()
+           for name in ('conductor', 'conductor2')}
     with running_deployment(
             request.param, workdir, conductors=2, extra_config=CONFIG,
+            service_config={name: text for name, (text, _) in own.items()},
             wait_for_devices=lambda devices: len(devices) == 2) as dep:
+        dep.metrics_urls = [url for _, url in own.values()]
         dep.wait_host_up()
         _call(dep, 'POST', '/v2/device_profiles', {
             'name': 'gpu', 'groups': [{'resources:PGPU': '1'}]}, 201)
@@ -107,6 +113,10 @@ def _lines(dep, text):
     return count
 
 
+def _lease_runs(dep):
+    return [series(url, 'cyborg_like_lease_runs') for url in dep.metrics_urls]
+
+
 def test_conductors_killed_between_notice_and_preemption(deployment):
     dep = deployment
     gpu = _gpu(dep)
@@ -155,8 +165,12 @@ def test_conductors_killed_between_notice_and_preemption(deployment):
     preempted = _shown(dep, theirs)
     assert 'another project' in preempted['state_reason']
     assert preempted['lease_starts_at'] is None
-    # Some runs later: one notice and one unbind in all, the handle free.
-    time.sleep(3)
+    # Two runs of each conductor later: one notice and one unbind in all,
+    # the handle free.
+    runs = _lease_runs(dep)
+    wait_for(lambda: all(now >= then + 2 for now, then in zip(
+        _lease_runs(dep), runs)), timeout=PREEMPT_BOUND, interval=0.2,
+        message='the lease periodic did not run twice on each conductor')
     assert (_lines(dep, NOTICE_LINE), _lines(dep, PREEMPT_LINE)) == (1, 1)
     with dep.engine.connect() as conn:
         assert conn.execute(sa.text(
