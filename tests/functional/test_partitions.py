@@ -6,9 +6,12 @@ real databases, two conductors: tests/integration/test_arq_races.py."""
 import json
 
 import pytest
+import sqlalchemy as sa
 
 from cyborg_like.common import context
 from cyborg_like.common import states
+from cyborg_like.db import api as db_api
+from cyborg_like.db import models
 from tests.functional import cloud as cloud_module
 from tests.functional.test_firmware import finished
 from tests.functional.test_mig_layout import LATEST
@@ -61,6 +64,15 @@ def _bind(cloud, resource_class, deployable, n):
     return cloud.wait_for(resolved, timeout=30)
 
 
+def _held(deployable_id):
+    """The handles of a deployable in use or waiting for a release."""
+    with db_api.reader() as session:
+        return session.scalars(sa.select(models.AttachHandle.uuid).where(
+            models.AttachHandle.deployable_id == deployable_id,
+            sa.or_(models.AttachHandle.in_use == sa.true(),
+                   models.AttachHandle.release_pending == sa.true()))).all()
+
+
 @pytest.fixture
 def sriov_cloud(tmp_path):
     """The A100 offered whole (its PF) and, at the same time, as two
@@ -101,7 +113,11 @@ def test_the_whole_excludes_its_parts_and_the_reverse(sriov_cloud):
     assert 'bound whole (deployable %s)' % whole['uuid'] in \
         refused['state_reason']
 
+    assert _held(whole['id'])
     cloud.conductor_api.unbind_arqs(ADMIN, [bound_whole['uuid']])
+    # The whole's handle is free once its agent confirmed the release
+    # (the unbind answers before; CI run 32 bound the part in between).
+    cloud.wait_for(lambda: not _held(whole['id']), timeout=30)
     assert _bind(cloud, 'CUSTOM_VGPU_A100_4C', vf0, 3)['state'] == \
         states.BOUND
     # Parts bind beside each other.
