@@ -42,7 +42,7 @@ IN_FLIGHT = prometheus_client.Gauge(
     registry=REGISTRY)
 # 0 once the broker is back after an outage: nothing this API sent, or
 # went on trying to send after it answered 503, can reach a conductor any
-# more (docs/faults.md).
+# more (docs/metrics.md "Drained").
 RPC_CALLS_IN_FLIGHT = prometheus_client.Gauge(
     'cyborg_like_api_rpc_calls_in_flight',
     'Calls to the conductors still being sent or waited for, including '

@@ -50,7 +50,7 @@ OPERATIONS_FINISHED = prometheus_client.Counter(
     'by type and outcome (succeeded, failed, cancelled).', ['type', 'outcome'],
     registry=PROCESS)
 # Together with the conductors' queue and the API's calls in flight: 0 of
-# each, and nothing sent before can still be carried out (docs/faults.md).
+# each, and nothing sent before can still be carried out (docs/metrics.md).
 RPC_IN_PROGRESS = prometheus_client.Gauge(
     PREFIX + 'rpc_calls_in_progress', 'Calls from the API and the agents '
     'this conductor is carrying out now, by method.', ['method'],
